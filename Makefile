@@ -1,0 +1,116 @@
+# perfmapd: build, install and test libperfmap, perfmapctl and (later) the perfmapd agent.
+#
+#   make               build/ : libperfmap.a, libperfmap.so, perfmap.pc, perfmapctl
+#   make deps          install missing Debian build and test packages
+#   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz, install)
+#   make bench         writer benchmark, side by side with write() and CPython
+#   make fuzz          a longer libFuzzer run of the reader (FUZZ_SECONDS=300)
+#   make install       PREFIX=/usr/local DESTDIR=
+#   make run           deps, build, run the agent in the foreground
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+O ?= build
+
+VERSION := 0.1.0
+SOVERSION := 0
+
+CFLAGS ?= -O2 -g
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wundef
+BASE_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -pthread \
+	-Iperfmap/include -Iperfmap -Iagent
+# Only the PERFMAP_API functions leave the shared library.
+LIB_CFLAGS := -fPIC -fvisibility=hidden
+
+LIB_SRCS := $(wildcard perfmap/*.c)
+LIB_HDRS := $(wildcard perfmap/*.h perfmap/include/*.h)
+CTL_SRCS := agent/perfmapctl.c agent/ctl_check.c agent/ctl_compact.c \
+	agent/replace.c agent/writers.c
+AGENT_HDRS := $(wildcard agent/*.h)
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
+CTL_OBJS := $(CTL_SRCS:%.c=$(O)/obj/%.o)
+
+LIBA := $(O)/libperfmap.a
+LIBSO_REAL := $(O)/libperfmap.so.$(VERSION)
+LIBSO := $(O)/libperfmap.so
+PC := $(O)/perfmap.pc
+CTL := $(O)/perfmapctl
+
+.PHONY: all deps lib install uninstall clean run test unit unit-asan cli \
+	clang-build fuzz fuzz-short install-test bench
+
+all: $(LIBA) $(LIBSO) $(PC) $(CTL)
+lib: $(LIBA) $(LIBSO) $(PC)
+
+deps:
+	@sh scripts/deps.sh
+
+$(O)/obj/perfmap/%.o: perfmap/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(O)/obj/agent/%.o: agent/%.c $(LIB_HDRS) $(AGENT_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBA): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBSO_REAL): $(LIB_OBJS) perfmap/libperfmap.map
+	$(CC) -shared -pthread -Wl,-soname,libperfmap.so.$(SOVERSION) \
+		-Wl,--version-script=perfmap/libperfmap.map -Wl,-z,defs \
+		$(LDFLAGS) -o $@ $(LIB_OBJS)
+
+$(LIBSO): $(LIBSO_REAL)
+	ln -sf libperfmap.so.$(VERSION) $(O)/libperfmap.so.$(SOVERSION)
+	ln -sf libperfmap.so.$(VERSION) $@
+
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+
+$(PC): perfmap/perfmap.pc.in Makefile
+	@mkdir -p $(@D)
+	$(PC_SED) $< > $@
+
+# Tools link the static library: one self-contained binary per host.
+$(CTL): $(CTL_OBJS) $(LIBA)
+	$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(LIBA)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0755 $(CTL) $(DESTDIR)$(BINDIR)/perfmapctl
+	install -m 0644 perfmap/include/perfmap.h $(DESTDIR)$(INCLUDEDIR)/perfmap.h
+	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libperfmap.a
+	install -m 0755 $(LIBSO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(VERSION)
+	ln -sf libperfmap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(SOVERSION)
+	ln -sf libperfmap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfmap.so
+	@# Written afresh: build/perfmap.pc may hold the PREFIX of an earlier make.
+	$(PC_SED) perfmap/perfmap.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/perfmapctl $(DESTDIR)$(INCLUDEDIR)/perfmap.h \
+		$(DESTDIR)$(LIBDIR)/libperfmap.a $(DESTDIR)$(LIBDIR)/libperfmap.so* \
+		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc
+
+clean:
+	rm -rf $(O)
+
+# The agent arrives with issue 3; until then say so rather than pretend.
+run: deps all
+	@echo "perfmapd: the agent is not built yet; libperfmap and perfmapctl are in $(O)/" >&2
+	@exit 1
+
+include tests/tests.mk

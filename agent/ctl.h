@@ -1,0 +1,21 @@
+/* perfmapctl subcommands and the helpers they share. */
+#ifndef PERFMAPD_CTL_H
+#define PERFMAPD_CTL_H
+
+#include <stdint.h>
+
+/* Exit statuses, as documented in `perfmapctl help`. */
+enum {
+	CTL_OK = 0,
+	CTL_FINDING = 1,  /* check: a consumer would misread; compact: refused */
+	CTL_ERROR = 2,    /* usage, or a file that cannot be read or written */
+};
+
+int cmd_check(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
+
+/* "64M", "1g", "4096": bytes; -EINVAL on anything else. */
+int parse_bytes(const char *s, uint64_t *out);
+void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* PERFMAPD_CTL_H */

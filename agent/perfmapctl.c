@@ -1,0 +1,96 @@
+/* perfmapctl: inspect and repair perf maps; entry point and subcommand dispatch. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "perfmap.h"
+
+static const char usage[] =
+	"Usage: perfmapctl COMMAND [ARGS]\n"
+	"\n"
+	"  check [--max-bytes N] FILE...   entries, malformed lines, duplicates,\n"
+	"                                  overlaps, and whether perf, samply,\n"
+	"                                  blazesym and bcc read each FILE as\n"
+	"                                  written ('-' reads standard input)\n"
+	"  compact [--max-bytes N] FILE [-o OUT]\n"
+	"                                  write FILE's canonical form to OUT, or\n"
+	"                                  in place when no process has FILE open\n"
+	"                                  for writing ('-o -' writes to stdout)\n"
+	"  help                            this text\n"
+	"\n"
+	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
+	"Exit status: 0 fine; 1 check found a consumer that misreads, or compact\n"
+	"refused to replace a file in use; 2 usage or I/O error.\n";
+
+void ctl_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("perfmapctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int parse_bytes(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end || v > (UINT64_MAX >> shift) || !v)
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fputs(usage, stdout);
+	return CTL_OK;
+}
+
+static const struct cmd cmds[] = {
+	{ "check", cmd_check },
+	{ "compact", cmd_compact },
+	{ "help", cmd_help },
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CTL_ERROR : CTL_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("perfmapctl %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);
+		return CTL_OK;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	ctl_error("unknown command '%s'; see 'perfmapctl help'", argv[1]);
+	return CTL_ERROR;
+}

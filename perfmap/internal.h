@@ -1,0 +1,88 @@
+/* libperfmap internals shared between its files; not installed. */
+#ifndef PERFMAP_INTERNAL_H
+#define PERFMAP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfmap.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* libbpf's options idiom: fields beyond the caller's .sz read as unset. */
+#define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+#define OPTS_HAS(opts, field)                                                  \
+	((opts) && (opts)->sz >= offsetofend(typeof(*(opts)), field))
+#define OPTS_GET(opts, field, fallback)                                        \
+	(OPTS_HAS(opts, field) && (opts)->field ? (opts)->field : (fallback))
+
+/* Bound of one canonical line: two 16-digit fields, two spaces, newline. */
+#define PERFMAP_FIXED_MAX (16 + 1 + 16 + 1 + 1)
+
+/* utf8.c: length of the valid UTF-8 sequence at @s, 0 if invalid. */
+size_t perfmap__utf8_seq(const unsigned char *s, size_t len);
+bool perfmap__utf8_valid(const char *s, size_t len);
+
+/*
+ * format.c. Everything here is async-signal-safe: the fork handler uses it
+ * in a child that may have been forked from any thread at any time.
+ */
+/* Copy @len bytes of @src to @dst with control bytes and invalid UTF-8 as '?'. */
+void perfmap__sanitize_name(char *dst, const char *src, size_t len);
+/* Bytes of @name to keep so that it is at most @max bytes of whole characters. */
+size_t perfmap__name_cut(const char *name, size_t len, size_t max);
+/*
+ * Write "%lx %lx %s\n" to @dst, which has room for PERFMAP_FIXED_MAX +
+ * @name_len bytes, the name sanitized. Returns the line's length.
+ */
+size_t perfmap__format_line(char *dst, uint64_t start, uint64_t size,
+			    const char *name, size_t name_len);
+/* Decimal @v to @dst (room for 20 bytes); returns the digits written. */
+size_t perfmap__utoa(char *dst, uint64_t v);
+/* "<dir>/perf-<pid>.map" into @dst of @cap bytes; -ENAMETOOLONG if it won't fit. */
+int perfmap__map_path(char *dst, size_t cap, const char *dir, pid_t pid);
+/* write() all of @buf, through EINTR and short writes; 0 or -errno. */
+int perfmap__write_all(int fd, const char *buf, size_t len);
+
+/* reader.c: the reader's layout, so a fork handler can keep one on its stack. */
+struct perfmap_reader {
+	int fd;              /* -1 when reading memory */
+	char *buf;
+	size_t cap;
+	size_t head, tail;   /* unread bytes are buf[head, tail) */
+	bool own_buf;
+	bool eof;
+	uint64_t skipped;    /* dropped bytes of a line longer than max_line */
+	uint64_t max_bytes;  /* left to read from fd */
+	uint64_t max_size;
+	size_t max_line;
+	uint64_t lineno;
+	struct perfmap_reader_stats stats;
+};
+
+/*
+ * A reader over @fd using the caller's @buf of @cap bytes; lines longer than
+ * @cap - 1 are rejected as too long. Allocates nothing.
+ */
+void perfmap__reader_init(struct perfmap_reader *r, int fd, char *buf,
+			  size_t cap, uint64_t max_bytes);
+
+/*
+ * copy.c: append the entries of @src_fd, up to @limit bytes, to @dst_fd in
+ * whole canonical lines. @buf (@cap bytes) and @out (@out_cap bytes, at least
+ * PERFMAP_LINE_MAX) are the caller's. Async-signal-safe. Returns the number
+ * of entries copied or -errno.
+ */
+long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
+		      size_t cap, char *out, size_t out_cap);
+
+/* table.c: the entry last covering @addr, short names included, or -1. */
+long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr);
+int perfmap__table_paint(struct perfmap_table *t);
+/* START, END (exclusive) and name of entry @i, in the order added. */
+void perfmap__table_entry(const struct perfmap_table *t, size_t i,
+			  uint64_t *start, uint64_t *end, const char **name,
+			  size_t *name_len);
+
+#endif /* PERFMAP_INTERNAL_H */

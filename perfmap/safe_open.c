@@ -1,0 +1,106 @@
+/* Opening a map path in a world-writable directory without following anyone's trap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+const char *perfmap_open_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ELOOP:
+		return "is a symlink, refused";
+	case EINVAL:
+		return "is not a regular file, refused";
+	case EMLINK:
+		return "has more than one hard link, refused";
+	case EPERM:
+		return "is owned by another user, refused";
+	case EFBIG:
+		return "is larger than the size bound, refused";
+	case EAGAIN:
+		return "changed while being opened, refused";
+	default:
+		return strerror(err < 0 ? -err : err);
+	}
+}
+
+static int check_inode(const struct stat *st, const struct perfmap_open_opts *opts)
+{
+	uint64_t max_bytes = OPTS_GET(opts, max_bytes, 0);
+
+	if (S_ISLNK(st->st_mode))
+		return -ELOOP;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	/* A second link may be a trap pointing at a file of somebody else. */
+	if (st->st_nlink > 1)
+		return -EMLINK;
+	if (OPTS_HAS(opts, owner) && opts->check_owner && st->st_uid != opts->owner)
+		return -EPERM;
+	if (max_bytes && (uint64_t)st->st_size > max_bytes)
+		return -EFBIG;
+	return 0;
+}
+
+/*
+ * Reopen what @pfd (an O_PATH fd) names, for reading. Going through
+ * /proc/self/fd opens exactly the inode that was checked, so nothing can be
+ * swapped in between. Without /proc, open the path again and make sure it is
+ * still the same inode.
+ */
+static int reopen_checked(int pfd, const char *path, const struct stat *st)
+{
+	char proc[32] = "/proc/self/fd/";
+	const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+	struct stat st2;
+	int fd;
+
+	proc[14 + perfmap__utoa(proc + 14, (uint64_t)pfd)] = '\0';
+	fd = open(proc, flags);
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOENT)
+		return -errno;
+
+	fd = open(path, flags | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st2) || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(fd);
+		return -EAGAIN;
+	}
+	return fd;
+}
+
+int perfmap_open_map(const char *path, const struct perfmap_open_opts *opts)
+{
+	struct stat st;
+	int pfd, err;
+
+	if (!path || (opts && opts->sz < sizeof(opts->sz)))
+		return -EINVAL;
+
+	/*
+	 * O_PATH opens neither a FIFO (no hang) nor a device (no driver open);
+	 * with O_NOFOLLOW a symlink is opened as itself and shows in fstat.
+	 */
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &st)) {
+		err = -errno;
+		goto close_pfd;
+	}
+	err = check_inode(&st, opts);
+	if (err)
+		goto close_pfd;
+	/* The fd on success, or -errno. */
+	err = reopen_checked(pfd, path, &st);
+
+close_pfd:
+	close(pfd);
+	return err;
+}

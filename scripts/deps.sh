@@ -1,0 +1,40 @@
+#!/bin/sh
+# Installs the Debian packages perfmapd needs to build and test, and only those missing.
+#
+# `make deps` runs this. It is a no-op (no apt-get at all) when everything is
+# present, so `make test` stays quick and works offline on a prepared machine.
+set -eu
+
+# Build: C toolchains (gcc and clang must both build warning-free), pkg-config
+# for the installed perfmap.pc. Test: cmocka for unit tests, compiler-rt for
+# ASan/UBSan and libFuzzer under clang, llvm for llvm-symbolizer in reports.
+PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev"
+
+missing=""
+for p in $PACKAGES; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$status" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+if [ -z "$missing" ]; then
+	echo "deps: all build and test dependencies are installed"
+	exit 0
+fi
+
+echo "deps: installing:$missing"
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO="sudo"
+else
+	echo "deps: missing packages:$missing; run 'sudo make deps' (no sudo here)" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,29 @@
+#!/bin/sh
+# make install into a staging root; build and run the README example against it through pkg-config.
+set -eu
+stage=$(mktemp -d "${TMPDIR:-/tmp}/perfmap-install.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
+
+make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/perfmap >/dev/null
+prefix=$stage/opt/perfmap
+for f in bin/perfmapctl include/perfmap.h lib/libperfmap.a lib/libperfmap.so \
+	lib/libperfmap.so.0 lib/pkgconfig/perfmap.pc; do
+	[ -e "$prefix/$f" ] || fail "$f not installed"
+done
+grep -qx 'prefix=/opt/perfmap' "$prefix/lib/pkgconfig/perfmap.pc" || fail "perfmap.pc ignores PREFIX"
+
+soname=$(readelf -d "$prefix/lib/libperfmap.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libperfmap.so.0 ] || fail "soname is '$soname'"
+leaked=$(nm -D --defined-only "$prefix/lib/libperfmap.so" | awk '$2 != "A" {print $3}' | grep -v '^perfmap_' || true)
+[ -z "$leaked" ] || fail "internal symbols exported: $leaked"
+
+flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" \
+	pkg-config --cflags --libs perfmap)
+${CC:-cc} -Wall -Wextra -Werror tests/install/example.c $flags -o "$stage/example"
+PERFMAP_DIR=$stage LD_LIBRARY_PATH="$prefix/lib" "$stage/example"
+map=$(ls "$stage"/perf-*.map)
+[ "$(wc -l <"$map")" -eq 3 ] || fail "example map has $(wc -l <"$map") lines"
+grep -q ' 1 jit::hello$' "$map" || fail "jit::hello missing"
+"$prefix/bin/perfmapctl" check "$map" >/dev/null || fail "the example's map does not check clean"
+echo "install-test: installed library, header, pkg-config and perfmapctl work"

@@ -14,6 +14,9 @@ static int reader_setup(struct perfmap_reader *r,
 	r->max_bytes = OPTS_GET(opts, max_bytes, PERFMAP_READ_MAX_DEFAULT);
 	r->max_size = OPTS_GET(opts, max_size, PERFMAP_SIZE_MAX_DEFAULT);
 	r->max_line = OPTS_GET(opts, max_line, PERFMAP_LINE_MAX_DEFAULT);
+	/* The buffer holds a whole line: its size is the caller's to bound, within reason. */
+	if (r->max_line > PERFMAP_LINE_MAX_LIMIT)
+		return -EINVAL;
 	return 0;
 }
 

@@ -157,12 +157,14 @@ struct perfmap_line {
 #define PERFMAP_READ_MAX_DEFAULT (1ULL << 30)  /* bytes read from one map */
 #define PERFMAP_SIZE_MAX_DEFAULT (1ULL << 30)  /* larger sizes are absurd */
 #define PERFMAP_LINE_MAX_DEFAULT (64u << 10)
+#define PERFMAP_LINE_MAX_LIMIT (16u << 20)     /* largest max_line accepted */
 
 struct perfmap_reader_opts {
 	size_t sz;
 	uint64_t max_bytes;  /* stop after this many bytes; 0: default */
 	uint64_t max_size;   /* reject larger SIZE fields; 0: default */
-	size_t max_line;     /* reject longer lines; 0: default */
+	size_t max_line;     /* reject longer lines; 0: default; at most
+			      * PERFMAP_LINE_MAX_LIMIT, else EINVAL */
 };
 
 struct perfmap_reader_stats {

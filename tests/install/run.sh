@@ -15,8 +15,16 @@ grep -qx 'prefix=/opt/perfmap' "$prefix/lib/pkgconfig/perfmap.pc" || fail "perfm
 
 soname=$(readelf -d "$prefix/lib/libperfmap.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = libperfmap.so.0 ] || fail "soname is '$soname'"
-leaked=$(nm -D --defined-only "$prefix/lib/libperfmap.so" | awk '$2 != "A" {print $3}' | grep -v '^perfmap_' || true)
-[ -z "$leaked" ] || fail "internal symbols exported: $leaked"
+# Exactly the version script's functions leave the library, and the header
+# declares none that the version script forgets.
+nm -D --defined-only "$prefix/lib/libperfmap.so" |
+	awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort >"$stage/exported"
+sed -n 's/^[[:space:]]*\(perfmap_[a-z_]*\);$/\1/p' perfmap/libperfmap.map | sort >"$stage/declared"
+cmp -s "$stage/exported" "$stage/declared" ||
+	fail "exports differ from perfmap/libperfmap.map: $(diff "$stage/declared" "$stage/exported" | grep '^[<>]' | tr '\n' ' ')"
+for f in $(grep -oE '\bperfmap_[a-z_]+\(' "$prefix/include/perfmap.h" | tr -d '(' | sort -u); do
+	grep -qx "$f" "$stage/declared" || fail "$f is in perfmap.h but not exported"
+done
 
 flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" \
 	pkg-config --cflags --libs perfmap)

@@ -287,6 +287,16 @@ static void test_empty_and_errors(void **state)
 	errno = 0;
 	assert_null(perfmap_reader__from_fd(-1, NULL));
 	assert_int_equal(errno, EBADF);
+	{
+		PERFMAP_OPTS(perfmap_reader_opts, huge, .max_line = (size_t)-1);
+
+		errno = 0;
+		assert_null(perfmap_reader__from_fd(0, &huge));
+		assert_int_equal(errno, EINVAL);
+		errno = 0;
+		assert_null(perfmap_reader__from_mem("", 0, &huge));
+		assert_int_equal(errno, EINVAL);
+	}
 	/* A directory fd reads with EISDIR: an error, not an empty map. */
 	{
 		int fd = open("/", O_RDONLY | O_DIRECTORY);

@@ -59,12 +59,11 @@ static int open_parent_map(int parent_fd)
 {
 	struct perfmap_writer *w = &perfmap__writer;
 	const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-	char path[PATH_MAX] = "/proc/self/fd/";
+	char path[PATH_MAX];
 	struct stat st;
 	int fd;
 
-	path[14 + perfmap__utoa(path + 14, (uint64_t)parent_fd)] = '\0';
-	fd = open(path, flags);
+	fd = perfmap__reopen_fd(parent_fd, flags);
 	if (fd < 0) {
 		if (perfmap__map_path(path, sizeof(path), w->dir, w->pid))
 			return -1;

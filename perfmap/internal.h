@@ -20,6 +20,31 @@
 /* Bound of one canonical line: two 16-digit fields, two spaces, newline. */
 #define PERFMAP_FIXED_MAX (16 + 1 + 16 + 1 + 1)
 
+struct stat;
+
+/*
+ * An entry every consumer can hold: START > 0, SIZE > 0, and the end
+ * START + SIZE fits in 64 bits (consumers compute it in a u64).
+ */
+static inline bool perfmap__range_ok(uint64_t start, uint64_t size)
+{
+	return start && size && size <= UINT64_MAX - start;
+}
+
+/*
+ * safe_open.c. The one policy for a map's inode, whoever opens it: a regular
+ * file (-EINVAL; -ELOOP for a symlink), one link (-EMLINK), owned by @owner
+ * when @check_owner (-EPERM), at most @max_bytes when not 0 (-EFBIG).
+ */
+int perfmap__check_map_inode(const struct stat *st, bool check_owner, uid_t owner,
+			     uint64_t max_bytes);
+/*
+ * Open again, with @flags, the very file @fd refers to, through
+ * /proc/self/fd: whatever became of its path. -errno on failure (-ENOENT
+ * without /proc). Async-signal-safe.
+ */
+int perfmap__reopen_fd(int fd, int flags);
+
 /* utf8.c: length of the valid UTF-8 sequence at @s, 0 if invalid. */
 size_t perfmap__utf8_seq(const unsigned char *s, size_t len);
 bool perfmap__utf8_valid(const char *s, size_t len);

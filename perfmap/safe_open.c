@@ -27,10 +27,9 @@ const char *perfmap_open_strerror(int err)
 	}
 }
 
-static int check_inode(const struct stat *st, const struct perfmap_open_opts *opts)
+int perfmap__check_map_inode(const struct stat *st, bool check_owner, uid_t owner,
+			     uint64_t max_bytes)
 {
-	uint64_t max_bytes = OPTS_GET(opts, max_bytes, 0);
-
 	if (S_ISLNK(st->st_mode))
 		return -ELOOP;
 	if (!S_ISREG(st->st_mode))
@@ -38,11 +37,21 @@ static int check_inode(const struct stat *st, const struct perfmap_open_opts *op
 	/* A second link may be a trap pointing at a file of somebody else. */
 	if (st->st_nlink > 1)
 		return -EMLINK;
-	if (OPTS_HAS(opts, owner) && opts->check_owner && st->st_uid != opts->owner)
+	if (check_owner && st->st_uid != owner)
 		return -EPERM;
 	if (max_bytes && (uint64_t)st->st_size > max_bytes)
 		return -EFBIG;
 	return 0;
+}
+
+int perfmap__reopen_fd(int fd, int flags)
+{
+	char proc[32] = "/proc/self/fd/";
+	int nfd;
+
+	proc[14 + perfmap__utoa(proc + 14, (uint64_t)fd)] = '\0';
+	nfd = open(proc, flags);
+	return nfd >= 0 ? nfd : -errno;
 }
 
 /*
@@ -53,17 +62,13 @@ static int check_inode(const struct stat *st, const struct perfmap_open_opts *op
  */
 static int reopen_checked(int pfd, const char *path, const struct stat *st)
 {
-	char proc[32] = "/proc/self/fd/";
 	const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 	struct stat st2;
 	int fd;
 
-	proc[14 + perfmap__utoa(proc + 14, (uint64_t)pfd)] = '\0';
-	fd = open(proc, flags);
-	if (fd >= 0)
+	fd = perfmap__reopen_fd(pfd, flags);
+	if (fd != -ENOENT)
 		return fd;
-	if (errno != ENOENT)
-		return -errno;
 
 	fd = open(path, flags | O_NOFOLLOW);
 	if (fd < 0)
@@ -94,7 +99,9 @@ int perfmap_open_map(const char *path, const struct perfmap_open_opts *opts)
 		err = -errno;
 		goto close_pfd;
 	}
-	err = check_inode(&st, opts);
+	err = perfmap__check_map_inode(&st, OPTS_HAS(opts, owner) && opts->check_owner,
+				       OPTS_HAS(opts, owner) ? opts->owner : 0,
+				       OPTS_GET(opts, max_bytes, 0));
 	if (err)
 		goto close_pfd;
 	/* The fd on success, or -errno. */

@@ -79,8 +79,8 @@ int perfmap_table__add(struct perfmap_table *t, const struct perfmap_record *rec
 	struct tent *e;
 	int err;
 
-	if (!t || !rec || !rec->start || !rec->size ||
-	    rec->size > UINT64_MAX - rec->start || (!rec->name && rec->name_len))
+	if (!t || !rec || !perfmap__range_ok(rec->start, rec->size) ||
+	    (!rec->name && rec->name_len))
 		return -EINVAL;
 	err = grow((void **)&t->ents, &t->cap, t->n + 1, sizeof(*t->ents));
 	if (!err)

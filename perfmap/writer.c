@@ -70,13 +70,7 @@ static int check_own_map(int fd)
 
 	if (fstat(fd, &st))
 		return errno;
-	if (!S_ISREG(st.st_mode))
-		return EINVAL;
-	if (st.st_nlink > 1)
-		return EMLINK;
-	if (st.st_uid != geteuid())
-		return EPERM;
-	return 0;
+	return -perfmap__check_map_inode(&st, true, geteuid(), 0);
 }
 
 int perfmap__writer_open_locked(bool reuse_dir)
@@ -167,11 +161,7 @@ void perfmap_fini(void)
 
 static bool entry_valid(const void *code_addr, size_t code_size, const char *name)
 {
-	uintptr_t start = (uintptr_t)code_addr;
-
-	/* Every consumer computes START + SIZE: it must not wrap. */
-	return start && code_size && code_size <= UINTPTR_MAX - start &&
-	       name && *name;
+	return perfmap__range_ok((uintptr_t)code_addr, code_size) && name && *name;
 }
 
 static size_t format_entry(char *dst, const void *code_addr, size_t code_size,

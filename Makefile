@@ -1,6 +1,7 @@
-# perfmapd: build, install and test libperfmap, perfmapctl and (later) the perfmapd agent.
+# perfmapd: build, install and test libperfmap, perfmapctl and the perfmapd agent.
 #
-#   make               build/ : libperfmap.a, libperfmap.so, perfmap.pc, perfmapctl
+#   make               build/ : libperfmap.a, libperfmap.so, perfmap.pc, perfmapctl,
+#                      perfmapd (BPF object and skeleton in build/bpf/)
 #   make deps          install missing Debian build and test packages
 #   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz, install)
 #   make bench         writer benchmark, side by side with write() and CPython
@@ -19,6 +20,8 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 CLANG ?= clang
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 O ?= build
 
 VERSION := 0.1.0
@@ -34,12 +37,29 @@ LIB_CFLAGS := -fPIC -fvisibility=hidden
 
 LIB_SRCS := $(wildcard perfmap/*.c)
 LIB_HDRS := $(wildcard perfmap/*.h perfmap/include/*.h)
+# What perfmapctl and perfmapd share.
+AGENT_COMMON := agent/compact.c agent/replace.c agent/writers.c agent/units.c \
+	agent/runpaths.c
 CTL_SRCS := agent/perfmapctl.c agent/ctl_check.c agent/ctl_compact.c \
-	agent/replace.c agent/writers.c
-AGENT_HDRS := $(wildcard agent/*.h)
+	agent/ctl_status.c $(AGENT_COMMON)
+AGENTD_SRCS := agent/perfmapd.c agent/events.c agent/policy.c agent/mapfile.c \
+	agent/archive.c agent/scan.c agent/proctab.c agent/procfs.c \
+	agent/instance.c agent/status.c agent/log.c $(AGENT_COMMON)
+AGENT_HDRS := $(wildcard agent/*.h) bpf/perfmapd_event.h
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(O)/obj/%.o)
+AGENTD_OBJS := $(AGENTD_SRCS:%.c=$(O)/obj/%.o)
+
+# BPF: vmlinux.h from the running kernel's BTF, CO-RE object, skeleton.
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/' -e 's/s390x/s390/' -e 's/riscv64/riscv/')
+BPF_DIR := $(O)/bpf
+VMLINUX_H := $(BPF_DIR)/vmlinux.h
+BPF_OBJ := $(BPF_DIR)/perfmapd.bpf.o
+BPF_SKEL := $(BPF_DIR)/perfmapd.skel.h
+AGENTD := $(O)/perfmapd
+AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz)
 
 LIBA := $(O)/libperfmap.a
 LIBSO_REAL := $(O)/libperfmap.so.$(VERSION)
@@ -50,7 +70,7 @@ CTL := $(O)/perfmapctl
 .PHONY: all deps lib install uninstall clean run test unit unit-asan cli \
 	clang-build fuzz fuzz-short install-test bench
 
-all: $(LIBA) $(LIBSO) $(PC) $(CTL)
+all: $(LIBA) $(LIBSO) $(PC) $(CTL) $(AGENTD)
 lib: $(LIBA) $(LIBSO) $(PC)
 
 deps:
@@ -62,7 +82,26 @@ $(O)/obj/perfmap/%.o: perfmap/%.c $(LIB_HDRS)
 
 $(O)/obj/agent/%.o: agent/%.c $(LIB_HDRS) $(AGENT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(BASE_CFLAGS) -Ibpf -I$(BPF_DIR) $(CFLAGS) -c $< -o $@
+
+$(O)/obj/agent/events.o: $(BPF_SKEL)
+
+$(VMLINUX_H):
+	@mkdir -p $(@D)
+	@test -r $(VMLINUX_BTF) || { echo "perfmapd: $(VMLINUX_BTF) missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)" >&2; exit 1; }
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp
+	mv $@.tmp $@
+
+$(BPF_OBJ): bpf/perfmapd.bpf.c bpf/perfmapd_event.h $(VMLINUX_H)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		-I$(BPF_DIR) -Ibpf -c $< -o $@
+
+$(BPF_SKEL): $(BPF_OBJ)
+	$(BPFTOOL) gen skeleton $< name perfmapd_bpf > $@.tmp
+	mv $@.tmp $@
+
+$(AGENTD): $(AGENTD_OBJS) $(LIBA)
+	$(CC) -pthread $(LDFLAGS) -o $@ $(AGENTD_OBJS) $(LIBA) $(AGENTD_LIBS)
 
 $(LIBA): $(LIB_OBJS)
 	@rm -f $@
@@ -92,6 +131,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 0755 $(CTL) $(DESTDIR)$(BINDIR)/perfmapctl
+	install -m 0755 $(AGENTD) $(DESTDIR)$(BINDIR)/perfmapd
 	install -m 0644 perfmap/include/perfmap.h $(DESTDIR)$(INCLUDEDIR)/perfmap.h
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libperfmap.a
 	install -m 0755 $(LIBSO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(VERSION)
@@ -101,16 +141,17 @@ install: all
 	$(PC_SED) perfmap/perfmap.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/perfmapctl $(DESTDIR)$(INCLUDEDIR)/perfmap.h \
+	rm -f $(DESTDIR)$(BINDIR)/perfmapctl $(DESTDIR)$(BINDIR)/perfmapd \
+		$(DESTDIR)$(INCLUDEDIR)/perfmap.h \
 		$(DESTDIR)$(LIBDIR)/libperfmap.a $(DESTDIR)$(LIBDIR)/libperfmap.so* \
 		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc
 
 clean:
 	rm -rf $(O)
 
-# The agent arrives with issue 3; until then say so rather than pretend.
-run: deps all
-	@echo "perfmapd: the agent is not built yet; libperfmap and perfmapctl are in $(O)/" >&2
-	@exit 1
+# The agent in the foreground; RUN_ARGS passes options (RUN_ARGS="--log-level debug").
+run: deps
+	@$(MAKE) --no-print-directory all
+	exec $(AGENTD) $(RUN_ARGS)
 
 include tests/tests.mk

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "units.h"
+
 /* Exit statuses, as documented in `perfmapctl help`. */
 enum {
 	CTL_OK = 0,
@@ -13,9 +15,8 @@ enum {
 
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
-/* "64M", "1g", "4096": bytes; -EINVAL on anything else. */
-int parse_bytes(const char *s, uint64_t *out);
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* PERFMAPD_CTL_H */

@@ -1,8 +1,6 @@
 /* perfmapctl: inspect and repair perf maps; entry point and subcommand dispatch. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -19,11 +17,15 @@ static const char usage[] =
 	"                                  write FILE's canonical form to OUT, or\n"
 	"                                  in place when no process has FILE open\n"
 	"                                  for writing ('-o -' writes to stdout)\n"
+	"  status [--map-dir DIR]          what the running perfmapd tracks: processes\n"
+	"                                  with maps, copies, retained and archived\n"
+	"                                  maps, events and drops\n"
 	"  help                            this text\n"
 	"\n"
 	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
 	"Exit status: 0 fine; 1 check found a consumer that misreads, or compact\n"
-	"refused to replace a file in use; 2 usage or I/O error.\n";
+	"refused to replace a file in use; 2 usage or I/O error, or (status) no\n"
+	"agent running.\n";
 
 void ctl_error(const char *fmt, ...)
 {
@@ -34,27 +36,6 @@ void ctl_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-int parse_bytes(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end || v > (UINT64_MAX >> shift) || !v)
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 struct cmd {
@@ -73,6 +54,7 @@ static int cmd_help(int argc, char **argv)
 static const struct cmd cmds[] = {
 	{ "check", cmd_check },
 	{ "compact", cmd_compact },
+	{ "status", cmd_status },
 	{ "help", cmd_help },
 };
 

@@ -1,4 +1,4 @@
-/* Replacing a map in place: read lease, temporary file, rename, and a way back if a writer comes. */
+/* Replacing or moving a map: read lease, rename, and a way back if a writer comes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -217,5 +217,53 @@ int file_write_atomic(const char *path, int src_fd, replace_fill_fn fill,
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	return err;
+}
+
+int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
+		   struct replace_result *res)
+{
+	sigset_t sigio, old;
+	struct stat st, now;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	if (fstat(fd, &st))
+		return -errno;
+	sigemptyset(&sigio);
+	sigaddset(&sigio, SIGIO);
+	sigprocmask(SIG_BLOCK, &sigio, &old);
+
+	err = take_lease(fd, &st, res);
+	if (err)
+		goto restore_sigmask;
+	if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) ||
+	    now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+		res->why = "replaced by another file meanwhile";
+		err = -ESTALE;
+		goto release_lease;
+	}
+	if (renameat2(dirfd, name, dirfd, dest, RENAME_NOREPLACE)) {
+		err = -errno;
+		res->why = "cannot rename it";
+		goto release_lease;
+	}
+	if (lease_intact(fd, res))
+		goto release_lease;
+	/* A writer opened it by its old name: give the name back to it. */
+	err = -EBUSY;
+	if (renameat2(dirfd, dest, dirfd, name, RENAME_NOREPLACE)) {
+		snprintf(res->kept, sizeof(res->kept), "%s", dest);
+		res->why = "opened for writing while being moved; could not be put back";
+	} else {
+		res->why = "opened for writing while being moved; put back";
+	}
+
+release_lease:
+	if (res->guarded)
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	drain_sigio(&sigio);
+restore_sigmask:
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return err;
 }

@@ -1,4 +1,4 @@
-/* Replacing a map in place: temporary file, rename(), and never under a live writer. */
+/* Replacing or moving a map: temporary file, rename(), and never under a live writer. */
 #ifndef PERFMAPD_REPLACE_H
 #define PERFMAPD_REPLACE_H
 
@@ -30,5 +30,13 @@ int map_replace(const char *path, int src_fd, replace_fill_fn fill, void *ctx,
 /* Write what @fill makes to @path, atomically (temporary file and rename()). */
 int file_write_atomic(const char *path, int src_fd, replace_fill_fn fill,
 		      void *ctx, struct replace_result *res);
+
+/*
+ * Rename @name in @dirfd, open read-only as @fd, to @dest in the same
+ * directory, unless a process has it open for writing (-EBUSY) or @name is
+ * another file by now (-ESTALE). Never replaces an existing @dest.
+ */
+int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
+		   struct replace_result *res);
 
 #endif /* PERFMAPD_REPLACE_H */

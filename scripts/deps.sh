@@ -8,7 +8,10 @@ set -eu
 # Build: C toolchains (gcc and clang must both build warning-free), pkg-config
 # for the installed perfmap.pc. Test: cmocka for unit tests, compiler-rt for
 # ASan/UBSan and libFuzzer under clang, llvm for llvm-symbolizer in reports.
-PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev"
+# Agent: libbpf (with libelf and zlib) to load the BPF program, bpftool for
+# vmlinux.h and the skeleton. Integration tests: perf itself (linux-perf).
+PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev
+libbpf-dev libelf-dev zlib1g-dev bpftool linux-perf"
 
 missing=""
 for p in $PACKAGES; do

@@ -5,7 +5,7 @@ UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
 # What the agent's tools share with each other, tested on its own too.
-AGENT_SHARED := agent/replace.c agent/writers.c
+AGENT_SHARED := agent/replace.c agent/writers.c agent/compact.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_BIN := $(O)/fuzz/fuzz_reader

@@ -1,0 +1,180 @@
+/*
+ * Where process events enter perfmapd: load the CO-RE BPF program, attach its
+ * tracepoints (tp_btf, else raw_tp: neither needs tracefs), and turn each
+ * ring-buffer record into a call to the policy.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "agent.h"
+#include "events.h"
+#include "log.h"
+#include "perfmapd.skel.h"
+#include "perfmapd_event.h"
+#include "policy.h"
+
+struct events {
+	struct agent *agent;
+	struct perfmapd_bpf *skel;
+	struct ring_buffer *rb;
+	const char *kind;
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG && log_max_level < LOG_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	if (n && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	log_msg(LOG_DEBUG, "libbpf: %s", line);
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct events *ev = ctx;
+	const struct perfmapd_event *e = data;
+	struct agent *a = ev->agent;
+	struct proc_event pe;
+
+	if (len < sizeof(*e) || e->type < PERFMAPD_EV_FORK || e->type > PERFMAPD_EV_EXIT)
+		return 0;
+	memset(&pe, 0, sizeof(pe));
+	pe.type = e->type;
+	pe.flags = e->flags;
+	pe.tgid = e->tgid;
+	pe.ptgid = e->ptgid;
+	pe.start_ns = e->start_ns;
+	pe.pstart_ns = e->pstart_ns;
+	pe.uid = e->uid;
+	pe.gid = e->gid;
+	pe.mnt_ns = e->mnt_ns;
+	pe.pid_ns = e->pid_ns;
+	memcpy(pe.comm, e->comm, sizeof(pe.comm));
+	pe.comm[sizeof(pe.comm) - 1] = '\0';
+	a->stats.events[e->type]++;
+	pr_debug("event %s %d (%s) parent %d start %llu uid %u mnt_ns %u pid_ns %u%s",
+		 e->type == PERFMAPD_EV_FORK ? "fork" : e->type == PERFMAPD_EV_EXEC ? "exec" : "exit",
+		 (int)e->tgid, pe.comm, (int)e->ptgid, (unsigned long long)e->start_ns,
+		 e->uid, e->mnt_ns, e->pid_ns, e->flags & PERFMAPD_EVF_VFORK ? " vfork" : "");
+
+	switch (e->type) {
+	case PERFMAPD_EV_FORK:
+		policy_fork(a, &pe);
+		break;
+	case PERFMAPD_EV_EXEC:
+		policy_exec(a, &pe);
+		break;
+	case PERFMAPD_EV_EXIT:
+		policy_exit(a, &pe);
+		break;
+	}
+	return 0;
+}
+
+/* Load with one family of programs: tp_btf (@btf) or raw_tp. */
+static int load(struct events *ev, bool btf, unsigned int ringbuf_bytes)
+{
+	struct perfmapd_bpf *s;
+	int err;
+
+	s = perfmapd_bpf__open();
+	if (!s)
+		return -errno;
+	bpf_program__set_autoload(s->progs.btf_fork, btf);
+	bpf_program__set_autoload(s->progs.btf_exec, btf);
+	bpf_program__set_autoload(s->progs.btf_exit, btf);
+	bpf_program__set_autoload(s->progs.raw_fork, !btf);
+	bpf_program__set_autoload(s->progs.raw_exec, !btf);
+	bpf_program__set_autoload(s->progs.raw_exit, !btf);
+	err = bpf_map__set_max_entries(s->maps.events, ringbuf_bytes);
+	if (!err)
+		err = perfmapd_bpf__load(s);
+	if (!err)
+		err = perfmapd_bpf__attach(s);
+	if (err) {
+		perfmapd_bpf__destroy(s);
+		return err;
+	}
+	ev->skel = s;
+	ev->kind = btf ? "tp_btf" : "raw_tp";
+	return 0;
+}
+
+struct events *events__open(struct agent *a, unsigned int ringbuf_bytes)
+{
+	struct events *ev;
+	int err;
+
+	libbpf_set_print(libbpf_log);
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return NULL;
+	ev->agent = a;
+	err = load(ev, true, ringbuf_bytes);
+	if (err) {
+		pr_debug("bpf: tp_btf programs did not load (%s); trying raw_tp", strerror(-err));
+		err = load(ev, false, ringbuf_bytes);
+	}
+	if (err) {
+		pr_err("bpf: cannot load or attach the fork/exec/exit tracepoint programs: %s%s",
+		       strerror(-err), err == -EPERM ?
+		       " (perfmapd needs root, or CAP_BPF and CAP_PERFMON)" :
+		       " (--log-level debug shows libbpf's reasons)");
+		goto free_ev;
+	}
+	ev->rb = ring_buffer__new(bpf_map__fd(ev->skel->maps.events), handle_event, ev, NULL);
+	if (!ev->rb) {
+		err = -errno;
+		pr_err("bpf: ring buffer: %s", strerror(-err));
+		goto free_ev;
+	}
+	pr_info("bpf: tracing process fork, exec and exit with %s programs (ring buffer %u KiB)",
+		ev->kind, ringbuf_bytes >> 10);
+	return ev;
+
+free_ev:
+	events__free(ev);
+	errno = -err;
+	return NULL;
+}
+
+void events__free(struct events *ev)
+{
+	if (!ev)
+		return;
+	ring_buffer__free(ev->rb);
+	perfmapd_bpf__destroy(ev->skel);
+	free(ev);
+}
+
+int events__fd(const struct events *ev)
+{
+	return ring_buffer__epoll_fd(ev->rb);
+}
+
+int events__consume(struct events *ev)
+{
+	return ring_buffer__consume(ev->rb);
+}
+
+uint64_t events__dropped(const struct events *ev)
+{
+	return __atomic_load_n(&ev->skel->bss->dropped, __ATOMIC_RELAXED);
+}
+
+const char *events__kind(const struct events *ev)
+{
+	return ev->kind;
+}

@@ -1,0 +1,22 @@
+/* Where process events enter perfmapd: the BPF program and its ring buffer. */
+#ifndef PERFMAPD_EVENTS_H
+#define PERFMAPD_EVENTS_H
+
+#include <stdint.h>
+
+struct agent;
+struct events;
+
+/* Load and attach the BPF program; NULL with a message on failure. */
+struct events *events__open(struct agent *a, unsigned int ringbuf_bytes);
+void events__free(struct events *ev);
+/* The ring buffer's epoll fd, for the agent's loop. */
+int events__fd(const struct events *ev);
+/* Hand every queued event to the policy; number handled or -errno. */
+int events__consume(struct events *ev);
+/* Events the BPF side could not queue, since load. */
+uint64_t events__dropped(const struct events *ev);
+/* "tp_btf" or "raw_tp": which program type attached. */
+const char *events__kind(const struct events *ev);
+
+#endif /* PERFMAPD_EVENTS_H */

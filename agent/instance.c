@@ -1,0 +1,134 @@
+/*
+ * One agent per map directory. Two agents on one directory would both copy
+ * into each child and archive each other's maps, so the second refuses to
+ * start: an flock() on a file named for the directory, which the kernel
+ * drops when the holder dies, even by kill -9. Beside it, a unix socket
+ * where `perfmapctl status` reads what the agent tracks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "instance.h"
+#include "log.h"
+
+struct instance {
+	int lock_fd;
+	int sock_fd;
+	char lock_path[PATH_MAX];
+	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static int take_lock(struct instance *inst, const char *map_dir)
+{
+	char pid[32] = "";
+	int n;
+
+	inst->lock_fd = open(inst->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (inst->lock_fd < 0) {
+		pr_err("lock %s: %s", inst->lock_path, strerror(errno));
+		return -errno;
+	}
+	if (flock(inst->lock_fd, LOCK_EX | LOCK_NB)) {
+		n = pread(inst->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		pr_err("another perfmapd (pid %s) already manages %s (lock %s); refusing to start",
+		       pid[0] ? pid : "?", map_dir, inst->lock_path);
+		return -EBUSY;
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(inst->lock_fd, 0) || pwrite(inst->lock_fd, pid, n, 0) != n)
+		pr_warn("lock %s: cannot record our pid: %s", inst->lock_path, strerror(errno));
+	return 0;
+}
+
+static int listen_status(struct instance *inst)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	inst->sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (inst->sock_fd < 0)
+		return -errno;
+	memcpy(sa.sun_path, inst->sock_path, sizeof(sa.sun_path));
+	/* We hold the lock: a socket file left here is from an agent that died. */
+	unlink(inst->sock_path);
+	if (bind(inst->sock_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    chmod(inst->sock_path, 0666) || listen(inst->sock_fd, 16)) {
+		pr_err("status socket %s: %s", inst->sock_path, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+struct instance *instance__open(struct agent *a)
+{
+	struct instance *inst = calloc(1, sizeof(*inst));
+	char sock[PATH_MAX];
+	int err;
+
+	if (!inst)
+		return NULL;
+	inst->lock_fd = inst->sock_fd = -1;
+	if (mkdir(a->cfg.run_dir, 0755) && errno != EEXIST) {
+		pr_err("run directory %s: %s", a->cfg.run_dir, strerror(errno));
+		goto free_inst;
+	}
+	err = instance_paths(a->cfg.run_dir, a->cfg.map_dir, inst->lock_path, sock,
+			     sizeof(inst->lock_path));
+	if (err) {
+		pr_err("map directory %s: %s", a->cfg.map_dir, strerror(-err));
+		goto free_inst;
+	}
+	memcpy(inst->sock_path, sock, strlen(sock) + 1);  /* fits: instance_paths checked */
+	if (take_lock(inst, a->cfg.map_dir) || listen_status(inst))
+		goto free_inst;
+	return inst;
+
+free_inst:
+	instance__free(inst);
+	return NULL;
+}
+
+void instance__free(struct instance *inst)
+{
+	if (!inst)
+		return;
+	if (inst->sock_fd >= 0) {
+		unlink(inst->sock_path);
+		close(inst->sock_fd);
+	}
+	/* The lock file stays: unlinking it would let a third agent lock a new inode. */
+	if (inst->lock_fd >= 0)
+		close(inst->lock_fd);
+	free(inst);
+}
+
+int instance__fd(const struct instance *inst)
+{
+	return inst->sock_fd;
+}
+
+void instance__serve(struct instance *inst, struct agent *a)
+{
+	char buf[4096];
+	size_t n;
+	int fd;
+
+	while ((fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		n = status_format(a, buf, sizeof(buf));
+		/* A small report into a fresh socket buffer: one write, never blocks long. */
+		if (write(fd, buf, n) < 0)
+			pr_debug("status: %s", strerror(errno));
+		close(fd);
+	}
+}

@@ -1,0 +1,141 @@
+/* /proc readers: identity (start time), parent, owner and namespaces of a process. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* "pid (comm) state ppid ... starttime": comm may hold spaces and ')'. */
+static int parse_stat(const char *buf, struct proc_info *pi)
+{
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	const char *p;
+	size_t len;
+	int field;
+
+	if (!open || !close || close < open)
+		return -EINVAL;
+	len = close - open - 1;
+	if (len >= sizeof(pi->comm))
+		len = sizeof(pi->comm) - 1;
+	memcpy(pi->comm, open + 1, len);
+	pi->comm[len] = '\0';
+	/* Field 3 (state) follows ") "; count fields from there. */
+	for (p = close + 2, field = 3; *p && field < 22; p++) {
+		if (*p != ' ')
+			continue;
+		field++;
+		if (field == 4)
+			pi->ppid = (pid_t)strtol(p + 1, NULL, 10);
+		if (field == 22)
+			pi->start_ticks = strtoull(p + 1, NULL, 10);
+	}
+	return field == 22 ? 0 : -EINVAL;
+}
+
+static int parse_ids(const char *buf, struct proc_info *pi)
+{
+	unsigned int r, e;
+	const char *p;
+
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%u %u", &r, &e) != 2)
+		return -EINVAL;
+	pi->uid = e;
+	p = strstr(buf, "\nGid:");
+	if (!p || sscanf(p + 5, "%u %u", &r, &e) != 2)
+		return -EINVAL;
+	pi->gid = e;
+	return 0;
+}
+
+uint64_t procfs_ns(pid_t pid, const char *ns)
+{
+	char path[64];
+	struct stat st;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+int procfs_read(pid_t pid, struct proc_info *pi)
+{
+	char path[64], buf[4096];
+	int err;
+
+	memset(pi, 0, sizeof(*pi));
+	pi->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	err = read_small(path, buf, sizeof(buf));
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	err = parse_stat(buf, pi);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	err = read_small(path, buf, sizeof(buf));
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	err = parse_ids(buf, pi);
+	if (err)
+		return err;
+	pi->mnt_ns = procfs_ns(pid, "mnt");
+	pi->pid_ns = procfs_ns(pid, "pid");
+	return 0;
+}
+
+int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st))
+		return -errno;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+int procfs_for_each(int (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		err = fn((pid_t)strtol(de->d_name, NULL, 10), ctx);
+	}
+	closedir(d);
+	return err;
+}

@@ -1,0 +1,28 @@
+/* What perfmapd reads of a process from /proc when it has no event for it. */
+#ifndef PERFMAPD_PROCFS_H
+#define PERFMAPD_PROCFS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_info {
+	pid_t pid;
+	pid_t ppid;
+	uint64_t start_ticks;  /* field 22 of /proc/<pid>/stat */
+	uid_t uid;             /* effective ids */
+	gid_t gid;
+	uint64_t mnt_ns;
+	uint64_t pid_ns;
+	char comm[16];
+};
+
+/* 0, -ENOENT when the process is gone, or -errno. */
+int procfs_read(pid_t pid, struct proc_info *pi);
+/* The executable's identity: a child that did not exec shares its parent's. */
+int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino);
+/* Namespace inode of "mnt" or "pid" for @pid (0: ourselves). */
+uint64_t procfs_ns(pid_t pid, const char *ns);
+/* Calls @fn for every process in /proc; stops at a non-zero return. */
+int procfs_for_each(int (*fn)(pid_t pid, void *ctx), void *ctx);
+
+#endif /* PERFMAPD_PROCFS_H */

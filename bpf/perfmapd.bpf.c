@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/* perfmapd's kernel side: process fork, exec and exit, sent to the agent over a ring buffer. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "perfmapd_event.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);  /* resized by the agent before load */
+} events SEC(".maps");
+
+/* Events lost because the ring buffer was full; the agent resyncs when it grows. */
+__u64 dropped = 0;
+/* Events sent, per type, for `perfmapctl status`. */
+__u64 sent[4] = {};
+
+/* Kernels before 5.5 named the field real_start_time. */
+struct task_struct___pre55 {
+	u64 real_start_time;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 task_start_ns(struct task_struct *t)
+{
+	struct task_struct___pre55 *old = (void *)t;
+
+	if (bpf_core_field_exists(t->start_boottime))
+		return BPF_CORE_READ(t, start_boottime);
+	return BPF_CORE_READ(old, real_start_time);
+}
+
+/* The pid namespace the task lives in: the last level of its struct pid. */
+static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event *e)
+{
+	struct pid *pid = BPF_CORE_READ(t, group_leader, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid up;
+
+	bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+	e->ns_tgid = up.nr;
+	e->pid_ns = BPF_CORE_READ(up.ns, ns.inum);
+	e->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+}
+
+static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
+				struct task_struct *parent)
+{
+	struct perfmapd_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&dropped, 1);
+		return 0;
+	}
+	e->type = type;
+	e->flags = flags;
+	e->tgid = BPF_CORE_READ(t, tgid);
+	e->uid = BPF_CORE_READ(t, cred, euid.val);
+	e->gid = BPF_CORE_READ(t, cred, egid.val);
+	e->start_ns = task_start_ns(BPF_CORE_READ(t, group_leader));
+	e->pad = 0;
+	task_ns(t, e);
+	if (parent) {
+		e->ptgid = BPF_CORE_READ(parent, tgid);
+		e->pstart_ns = task_start_ns(BPF_CORE_READ(parent, group_leader));
+	} else {
+		e->ptgid = 0;
+		e->pstart_ns = 0;
+	}
+	BPF_CORE_READ_STR_INTO(&e->comm, t, group_leader, comm);
+	bpf_ringbuf_submit(e, 0);
+	if (type < 4)
+		__sync_fetch_and_add(&sent[type], 1);
+	return 0;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 flags = 0;
+
+	/* A new thread joins its creator's group: not a new process. */
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0;
+	if (BPF_CORE_READ(child, vfork_done))
+		flags |= PERFMAPD_EVF_VFORK;
+	return emit(child, PERFMAPD_EV_FORK, flags, parent);
+}
+
+static __always_inline int on_exec(struct task_struct *t)
+{
+	return emit(t, PERFMAPD_EV_EXEC, 0, NULL);
+}
+
+/*
+ * The process is gone when its last thread exits, not when the thread with
+ * pid == tgid does (the leader may exit first). 6.16 passes group_dead;
+ * before that, do_exit() has already counted this thread out of signal->live.
+ */
+static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool has_arg)
+{
+	if (!has_arg)
+		group_dead = BPF_CORE_READ(t, signal, live.counter) == 0;
+	if (!group_dead)
+		return 0;
+	return emit(t, PERFMAPD_EV_EXIT, 0, NULL);
+}
+
+#define HAS_GROUP_DEAD \
+	bpf_core_field_exists(struct trace_event_raw_sched_process_exit, group_dead)
+
+/* BTF-typed tracepoints: direct reads, no tracefs. Preferred. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(btf_exec, struct task_struct *p)
+{
+	return on_exec(p);
+}
+
+SEC("tp_btf/sched_process_exit")
+int btf_exit(unsigned long long *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	bool has = HAS_GROUP_DEAD;
+
+	return on_exit(p, has ? (bool)ctx[1] : false, has);
+}
+
+/* Raw tracepoints: the fallback where tp_btf does not load; no tracefs either. */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(raw_exec, struct task_struct *p)
+{
+	return on_exec(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int raw_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+	bool has = HAS_GROUP_DEAD;
+
+	return on_exit(p, has ? (bool)ctx->args[1] : false, has);
+}

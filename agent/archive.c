@@ -179,6 +179,7 @@ static int store(struct agent *a, int fd, const char *staged, const char *name)
 	struct compact_job job = { .max_bytes = a->cfg.max_map_bytes };
 	struct replace_result res;
 	char path[4096];
+	struct stat st;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/%s", a->cfg.archive_dir, name);
@@ -189,6 +190,12 @@ static int store(struct agent *a, int fd, const char *staged, const char *name)
 		       a->cfg.map_dir, staged);
 		count(&a->stats.archive_failed);
 		return err;
+	}
+	/* The archive's age is the map's: the quota evicts the maps written longest ago. */
+	if (!fstat(fd, &st)) {
+		const struct timespec times[2] = { st.st_atim, st.st_mtim };
+
+		utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
 	}
 	unlinkat(a->map_dir_fd, staged, 0);
 	count(&a->stats.archived);
@@ -344,9 +351,13 @@ int archive_map(struct agent *a, pid_t pid, uint64_t start_ticks,
 	archive_name(pid, start_ticks, why, &st, aname, sizeof(aname));
 	snprintf(staged, sizeof(staged), ARCHIVE_STAGE_PREFIX "%s", aname);
 	err = map_move_aside(a->map_dir_fd, name, fd, staged, &res);
+	if (err == -EBUSY) {
+		/* The callers try again later, and say so. */
+		a->stats.busy_deferred++;
+		pr_debug("archive %s: %s", path, res.why);
+		goto close_fd;
+	}
 	if (err) {
-		if (err == -EBUSY)
-			a->stats.busy_deferred++;
 		pr_warn("archive %s: %s; left in place", path, res.why ? res.why : strerror(-err));
 		goto close_fd;
 	}
@@ -425,16 +436,35 @@ void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct s
 	}
 	r->pid = pid;
 	r->start_ticks = start_ticks;
+	r->reason = ARCHIVE_EXIT;
+	r->tries = 0;
 	r->dev = st->st_dev;
 	r->ino = st->st_ino;
 	r->deadline_ns = deadline_ns;
+}
+
+#define EXEC_RETRY_NS (100 * 1000000ull)
+#define EXEC_TRIES 20  /* 2 s */
+
+void retain_retry_exec(struct agent *a, pid_t pid, uint64_t start_ticks,
+		       const struct stat *st, int reason)
+{
+	ssize_t i;
+
+	retain_add(a, pid, start_ticks, st, mono_ns() + EXEC_RETRY_NS);
+	i = retain_index(a, pid);
+	if (i < 0)
+		return;
+	a->retained[i].reason = reason;
+	a->retained[i].tries = EXEC_TRIES;
+	a->stats.retained_total--;  /* not an exited process's map */
 }
 
 static int archive_retained(struct agent *a, const struct retained *r)
 {
 	struct stat st = { .st_dev = r->dev, .st_ino = r->ino };
 
-	return archive_map(a, r->pid, r->start_ticks, ARCHIVE_EXIT, &st);
+	return archive_map(a, r->pid, r->start_ticks, r->reason, &st);
 }
 
 void retain_evict_pid(struct agent *a, pid_t pid)
@@ -464,12 +494,26 @@ void retain_expire(struct agent *a)
 			continue;
 		}
 		err = archive_retained(a, r);
-		if (err == -EBUSY) {
+		if (err == -EBUSY && r->reason == ARCHIVE_EXIT) {
 			/* Someone still writes to it (a LuaJIT child, say): later. */
+			pr_info("archive %s/perf-%d.map: still open for writing; trying again in 10 s",
+				a->cfg.map_dir, (int)r->pid);
 			r->deadline_ns = now + 10ull * 1000000000;
 			i++;
 			continue;
 		}
+		if (err == -EBUSY && --r->tries) {
+			r->deadline_ns = now + EXEC_RETRY_NS;
+			i++;
+			continue;
+		}
+		if (err == -EBUSY)
+			pr_warn("exec %d: %s/perf-%d.map stays open for writing (the new image took it?); left in place",
+				(int)r->pid, a->cfg.map_dir, (int)r->pid);
+		else if (!err && r->reason == ARCHIVE_EXEC)
+			a->stats.exec_archived++;
+		else if (!err && r->reason == ARCHIVE_DROP)
+			a->stats.exec_dropped++;
 		retain_del(a, i);
 	}
 }

@@ -9,9 +9,18 @@
 
 struct agent;
 
+enum archive_reason {
+	ARCHIVE_EXIT,             /* retention over */
+	ARCHIVE_EXEC,             /* the image that wrote it is gone */
+	ARCHIVE_STALE,            /* an earlier holder of the pid wrote it */
+	ARCHIVE_DROP,             /* only our copy, never written: delete instead */
+};
+
 struct retained {
 	pid_t pid;
 	uint64_t start_ticks;     /* 0: unknown (found on disk without its process) */
+	int reason;               /* enum archive_reason */
+	unsigned int tries;       /* ARCHIVE_EXEC: attempts left while busy */
 	dev_t dev;                /* the map as it was at the exit */
 	ino_t ino;
 	uint64_t deadline_ns;     /* CLOCK_MONOTONIC */
@@ -25,18 +34,19 @@ void archive_fini(void);
 /* Keep the map of exited @pid at its path until @deadline_ns, then archive it. */
 void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct stat *st,
 		uint64_t deadline_ns);
+/*
+ * Move the exec'd @pid's old map a little later: the exec closed the old
+ * image's fd, but the kernel finishes closing it only as the task returns
+ * to user space, and until then the map still counts as open for writing.
+ */
+void retain_retry_exec(struct agent *a, pid_t pid, uint64_t start_ticks,
+		       const struct stat *st, int reason);
 bool retain_has(struct agent *a, pid_t pid);
 /* A new process has @pid: archive its predecessor's map now, before it appends. */
 void retain_evict_pid(struct agent *a, pid_t pid);
 /* Archive every retained map whose time has come. */
 void retain_expire(struct agent *a);
 
-enum archive_reason {
-	ARCHIVE_EXIT,             /* retention over */
-	ARCHIVE_EXEC,             /* the image that wrote it is gone */
-	ARCHIVE_STALE,            /* an earlier holder of the pid wrote it */
-	ARCHIVE_DROP,             /* only our copy, never written: delete instead */
-};
 
 /*
  * Move the map of @pid out of its path (never under a writer: -EBUSY), then

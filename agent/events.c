@@ -57,6 +57,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 	pe.ptgid = e->ptgid;
 	pe.start_ns = e->start_ns;
 	pe.pstart_ns = e->pstart_ns;
+	pe.ts_ns = e->ts_ns;
 	pe.uid = e->uid;
 	pe.gid = e->gid;
 	pe.mnt_ns = e->mnt_ns;

@@ -50,7 +50,7 @@ bool mapfile_older_than(const struct stat *st, int64_t start_real_ns)
 	return mtime + STALE_SLACK_NS < start_real_ns;
 }
 
-static int64_t mtime_ns(const struct stat *st)
+int64_t mapfile_mtime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
@@ -150,7 +150,7 @@ static off_t whole_lines_end(int fd, off_t size)
  * parsing: 10k entries in a fraction of a millisecond). The file is unnamed
  * until done, so nobody sees a part.
  */
-static long copy_raw(int parent_fd, uint64_t limit, int dst_fd)
+static off_t copy_raw(int parent_fd, uint64_t limit, int dst_fd)
 {
 	off_t end = whole_lines_end(parent_fd, (off_t)limit), in = 0;
 	char buf[65536];
@@ -172,7 +172,7 @@ static long copy_raw(int parent_fd, uint64_t limit, int dst_fd)
 			return -errno;
 		in += n;
 	}
-	return 0;
+	return end;
 }
 
 /* Lines in the first @len bytes of @fd: the entry count for the log. */
@@ -211,36 +211,38 @@ static int create_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 		       uint64_t limit, const char *name, struct copy_result *res)
 {
 	struct stat st;
-	long n;
+	off_t copied;
 	int fd, err;
 
 	fd = openat(a->map_dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		res->why = "cannot create an unnamed file (O_TMPFILE) in the map directory";
+		res->why = "cannot be made: no unnamed file (O_TMPFILE) in the map directory";
 		return -errno;
 	}
 	/* The child's runtime must be able to append to it, and nobody else to read it. */
 	if (fchown(fd, rq->uid, rq->gid) || fchmod(fd, 0600)) {
 		err = -errno;
-		res->why = "cannot give it to the child's uid";
+		res->why = "cannot be given to the child's uid";
 		goto close_fd;
 	}
-	err = copy_raw(parent_fd, limit, fd);
-	if (err) {
-		res->why = "cannot copy the parent's entries";
+	copied = copy_raw(parent_fd, limit, fd);
+	if (copied < 0) {
+		err = (int)copied;
+		res->why = "cannot be filled with the parent's entries";
 		goto close_fd;
 	}
 	err = link_tmpfile(a, fd, name);
-	if (err)
+	if (err) {
+		res->why = "cannot be linked in";
 		goto close_fd;
+	}
 	if (!fstat(fd, &st)) {
 		res->size = st.st_size;
-		res->mtime_ns = mtime_ns(&st);
+		res->mtime_ns = mapfile_mtime_ns(&st);
 	}
 	res->kind = COPY_CREATED;
 	/* Counted after the link: the child's profiler is not kept waiting for a log line. */
-	n = count_lines(fd, st.st_size);
-	res->entries = n;
+	res->entries = count_lines(parent_fd, copied);
 close_fd:
 	close(fd);
 	return err;
@@ -256,10 +258,11 @@ static int append_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 	fd = open_map(a, name, O_RDWR | O_APPEND, rq->uid, &st);
 	if (fd < 0) {
 		res->why = perfmap_open_strerror(fd);
+		res->refused = true;
 		return fd;
 	}
 	if (mapfile_older_than(&st, rq->child_start_real_ns)) {
-		res->why = "left by an earlier process with this pid";
+		res->why = "was left by an earlier process with this pid";
 		err = -ESTALE;
 		goto close_fd;
 	}
@@ -269,21 +272,21 @@ static int append_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 	}
 	/* Our lines would glue onto the runtime's unfinished one. */
 	if (!ends_in_newline(fd, st.st_size)) {
-		res->why = "its last line is not finished";
+		res->why = "ends in an unfinished line";
 		err = -EAGAIN;
 		goto close_fd;
 	}
 	n = copy_entries(parent_fd, limit, fd);
 	if (n < 0) {
 		err = (int)n;
-		res->why = "cannot append the parent's entries";
+		res->why = "cannot take the parent's entries";
 		goto close_fd;
 	}
 	res->kind = COPY_APPENDED;
 	res->entries = n;
 	if (!fstat(fd, &st)) {
 		res->size = st.st_size;
-		res->mtime_ns = mtime_ns(&st);
+		res->mtime_ns = mapfile_mtime_ns(&st);
 	}
 close_fd:
 	close(fd);
@@ -305,6 +308,7 @@ int mapfile_copy(struct agent *a, const struct copy_req *rq, struct copy_result 
 		return 0;
 	if (pfd < 0) {
 		res->why = perfmap_open_strerror(pfd);
+		res->refused = true;
 		return pfd;
 	}
 	/* An earlier holder of the parent's pid wrote it: not the parent's code. */

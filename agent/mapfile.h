@@ -2,6 +2,7 @@
 #ifndef PERFMAPD_MAPFILE_H
 #define PERFMAPD_MAPFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -14,6 +15,7 @@ void mapfile_name(pid_t pid, char *buf, size_t len);
 int mapfile_stat(const struct agent *a, pid_t pid, struct stat *st);
 /* Modified before @start_real_ns (CLOCK_REALTIME)? Then its writer was an earlier process. */
 bool mapfile_older_than(const struct stat *st, int64_t start_real_ns);
+int64_t mapfile_mtime_ns(const struct stat *st);
 
 struct copy_req {
 	pid_t parent;
@@ -38,6 +40,7 @@ struct copy_result {
 	int64_t mtime_ns;
 	const char *why;          /* words for an error */
 	pid_t on_pid;             /* whose map the error is about */
+	bool refused;             /* @why is the hardened open's refusal, whole */
 };
 
 /*

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,29 @@ static int loop_add(int epfd, int fd, uint32_t id)
 
 enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_INOTIFY, SRC_STATUS };
 
+/*
+ * The signals the loop reads from its signalfd. SIGIO announces a lease
+ * break (replace.c) and must never kill us. Blocked before any thread
+ * starts, so that no thread takes them with the default action.
+ */
+static void signal_mask(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+	sigaddset(mask, SIGIO);
+}
+
+static void block_signals(void)
+{
+	sigset_t mask;
+
+	signal_mask(&mask);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 static int loop_open(struct agent *a, struct loop *l)
 {
 	struct itimerspec its = {
@@ -204,15 +228,7 @@ static int loop_open(struct agent *a, struct loop *l)
 	sigset_t mask;
 	int err = 0;
 
-	/* SIGIO announces a lease break (replace.c); it must never kill us. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGIO);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
+	signal_mask(&mask);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -259,7 +275,7 @@ static void resync(struct agent *a)
 {
 	a->stats.resyncs++;
 	scan_procs(a);
-	scan_maps(a);
+	scan_maps(a, false);
 }
 
 static void on_tick(struct agent *a, struct loop *l)
@@ -303,8 +319,11 @@ static void on_inotify(struct agent *a, struct loop *l)
 				orphan = true;
 		}
 	}
-	if (overflow || orphan)
-		scan_maps(a);
+	if (overflow || orphan) {
+		/* The fork events of these pids may be queued: take them first. */
+		events__consume(a->events);
+		scan_maps(a, false);
+	}
 }
 
 static int run(struct agent *a)
@@ -320,7 +339,7 @@ static int run(struct agent *a)
 	}
 	/* BPF is attached: what happens from now on is queued while we catch up. */
 	scan_procs(a);
-	scan_maps(a);
+	scan_maps(a, true);
 	pr_info("tracking %zu processes; %zu exited processes' maps retained",
 		a->procs.count, a->retained_count);
 
@@ -364,6 +383,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a.cfg))
 		return 2;
+	block_signals();
 	a.start_mono_ns = mono_ns();
 	a.ticks_per_sec = (uint64_t)sysconf(_SC_CLK_TCK);
 	a.self_mnt_ns = procfs_ns(0, "mnt");

@@ -18,6 +18,7 @@
 #include "mapfile.h"
 #include "perfmapd_event.h"
 #include "policy.h"
+#include "procfs.h"
 
 #define COPY_RETRIES 50   /* timer ticks: 5 s for a runtime to finish its line */
 
@@ -123,9 +124,9 @@ static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns)
 		return err;
 	if (err) {
 		a->stats.copies_failed++;
-		pr_err("copy %d -> %d: %s/perf-%d.map %s, refused",
-		       (int)p->ppid, (int)p->tgid, a->cfg.map_dir, (int)res.on_pid,
-		       res.why ? res.why : strerror(-err));
+		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)p->ppid, (int)p->tgid,
+		       a->cfg.map_dir, (int)res.on_pid, res.why ? res.why : "",
+		       res.refused ? "" : ": ", res.refused ? "" : strerror(-err));
 		return 0;
 	}
 	if (res.kind == COPY_CREATED || res.kind == COPY_APPENDED) {
@@ -194,7 +195,9 @@ void policy_exec(struct agent *a, const struct proc_event *ev)
 {
 	struct proc *p = track(a, ev);
 	enum archive_reason why = ARCHIVE_EXEC;
+	struct proc_info pi;
 	struct stat st;
+	int err;
 
 	if (!p) {
 		a->stats.errors++;
@@ -209,11 +212,31 @@ void policy_exec(struct agent *a, const struct proc_event *ev)
 		clear_stale(a, p->tgid, p->start_ns, "exec");
 		goto forget_copy;
 	}
+	/*
+	 * Written after the exec (events can be read late): the new image's own.
+	 * File times lag by up to a tick, so a write in the tick after the exec
+	 * can look earlier; such a map is moved only if no one has it open for
+	 * writing, and a runtime keeps its map open.
+	 */
+	if (ev->ts_ns && mapfile_mtime_ns(&st) > real_of(a, ev->ts_ns)) {
+		pr_info("exec %d (%s): %s/perf-%d.map was written after the exec; kept for the new image",
+			(int)p->tgid, p->comm, a->cfg.map_dir, (int)p->tgid);
+		goto forget_copy;
+	}
+	/*
+	 * Read so late that the process is gone: which image wrote the map is
+	 * unclear, and queued forks may still need it. Its exit retains it.
+	 */
+	if (procfs_read(p->tgid, &pi) || pi.start_ticks != p->start_ticks)
+		goto forget_copy;
 	if ((p->flags & PROC_COPIED) && (uint64_t)st.st_size == p->copy_size &&
 	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == p->copy_mtime_ns)
 		why = ARCHIVE_DROP;
-	if (!archive_map(a, p->tgid, p->start_ticks, why, &st))
+	err = archive_map(a, p->tgid, p->start_ticks, why, &st);
+	if (!err)
 		why == ARCHIVE_DROP ? a->stats.exec_dropped++ : a->stats.exec_archived++;
+	else if (err == -EBUSY)
+		retain_retry_exec(a, p->tgid, p->start_ticks, &st, why);
 forget_copy:
 	p->flags &= ~PROC_COPIED;
 }

@@ -18,6 +18,7 @@ struct proc_event {
 	pid_t ptgid;
 	uint64_t start_ns;        /* CLOCK_BOOTTIME */
 	uint64_t pstart_ns;
+	uint64_t ts_ns;           /* CLOCK_BOOTTIME of the event itself; 0 unknown */
 	uid_t uid;
 	gid_t gid;
 	uint64_t mnt_ns;

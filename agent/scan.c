@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,9 @@ static void scan_one_map(struct agent *a, pid_t pid, const struct stat *st)
 		}
 		return;
 	}
+	/* Alive but not in the table yet: its fork event is still queued. */
+	if (!kill(pid, 0) || errno != ESRCH)
+		return;
 	/* Nobody holds the pid: its writer exited while we were not watching. */
 	mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	now_real = real_of(a, boot_ns());
@@ -186,7 +190,7 @@ static void scan_one_map(struct agent *a, pid_t pid, const struct stat *st)
 		a->cfg.map_dir, (int)pid, (long long)(left > 0 ? left / 1000000000 : 0));
 }
 
-int scan_maps(struct agent *a)
+int scan_maps(struct agent *a, bool startup)
 {
 	struct dirent *de;
 	struct stat st;
@@ -198,9 +202,11 @@ int scan_maps(struct agent *a)
 		return -errno;
 	rewinddir(d);
 	while ((de = readdir(d))) {
+		/* Later, a staged map is the archiving thread's, in hand. */
 		if (!strncmp(de->d_name, ARCHIVE_STAGE_PREFIX "perf-",
 			     strlen(ARCHIVE_STAGE_PREFIX "perf-"))) {
-			archive_staged(a, de->d_name);
+			if (startup)
+				archive_staged(a, de->d_name);
 			continue;
 		}
 		if (!map_pid(de->d_name, &pid))

@@ -2,6 +2,8 @@
 #ifndef PERFMAPD_SCAN_H
 #define PERFMAPD_SCAN_H
 
+#include <stdbool.h>
+
 struct agent;
 
 /*
@@ -10,7 +12,10 @@ struct agent;
  * we did not see exit are handled as exits.
  */
 int scan_procs(struct agent *a);
-/* Adopt, retain or archive every map in the map directory by the same rules. */
-int scan_maps(struct agent *a);
+/*
+ * Adopt, retain or archive every map in the map directory by the same rules;
+ * at @startup, also finish the archiving of maps a crash left staged.
+ */
+int scan_maps(struct agent *a, bool startup);
 
 #endif /* PERFMAPD_SCAN_H */

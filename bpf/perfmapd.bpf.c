@@ -58,6 +58,7 @@ static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
 	}
 	e->type = type;
 	e->flags = flags;
+	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->tgid = BPF_CORE_READ(t, tgid);
 	e->uid = BPF_CORE_READ(t, cred, euid.val);
 	e->gid = BPF_CORE_READ(t, cred, egid.val);

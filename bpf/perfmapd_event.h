@@ -32,6 +32,7 @@ struct perfmapd_event {
 	__u32 pad;
 	__u64 start_ns;    /* the process's start time */
 	__u64 pstart_ns;   /* fork: the parent's start time */
+	__u64 ts_ns;       /* when it happened (the agent may read it late) */
 	char comm[PERFMAPD_COMM_LEN];
 };
 

@@ -17,7 +17,7 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test
+test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test
 	@echo "test: all passed"
 
 $(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $(AGENT_SHARED) $(LIBA)
@@ -78,4 +78,14 @@ $(BENCH_BIN): tests/bench/bench_writer.c $(LIBA)
 bench: $(BENCH_BIN)
 	$(BENCH_BIN)
 
-.PHONY: test-all
+# The agent's integration tests: real BPF, perf and runtimes; root.
+AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
+
+$(O)/tests/%: tests/agent/%.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
+
+agent-test: all $(AGENT_TEST_BINS)
+	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
+
+.PHONY: test-all agent-test

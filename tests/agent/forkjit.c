@@ -107,7 +107,10 @@ static char *build_map(const struct opts *o, unsigned char *code, size_t *len)
 	return buf;
 }
 
-/* Like CPython: O_APPEND|O_CREAT, no O_TRUNC, one write per entry. */
+/*
+ * Like CPython: O_APPEND|O_CREAT, no O_TRUNC, one write per entry, and the
+ * file kept open for the life of the process (the fd is returned).
+ */
 static int write_map(const char *path, const char *text, size_t len)
 {
 	const char *p = text, *nl;
@@ -123,9 +126,10 @@ static int write_map(const char *path, const char *text, size_t len)
 			return -1;
 		}
 	}
-	close(fd);
-	return 0;
+	return fd;
 }
+
+static int map_fd = -1;  /* the parent's own map, open as a runtime keeps it */
 
 static int file_equals(const char *path, const char *want, size_t len)
 {
@@ -154,26 +158,36 @@ static uint64_t wait_for_map(const struct opts *o, const char *want, size_t len,
 	char ev[4096];
 	int ifd;
 
+	/* Past fs.inotify.max_user_instances (128), poll every 0.5 ms instead. */
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ifd < 0 || inotify_add_watch(ifd, o->dir, IN_CREATE | IN_MOVED_TO |
-					 IN_CLOSE_WRITE | IN_MODIFY) < 0)
-		return 0;
+	if (ifd >= 0 && inotify_add_watch(ifd, o->dir, IN_CREATE | IN_MOVED_TO |
+					  IN_CLOSE_WRITE | IN_MODIFY) < 0) {
+		close(ifd);
+		ifd = -1;
+	}
 	pfd.fd = ifd;
 	pfd.events = POLLIN;
 	for (;;) {
 		if (file_equals(path, want, len)) {
 			t = now_ns() - t_fork;
-			close(ifd);
+			if (ifd >= 0)
+				close(ifd);
 			return t ? t : 1;
 		}
 		t = now_ns();
 		if (t >= deadline)
 			break;
-		if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) > 0)
+		if (ifd < 0) {
+			struct timespec ts = { 0, 500000 };
+
+			nanosleep(&ts, NULL);
+		} else if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) > 0) {
 			while (read(ifd, ev, sizeof(ev)) > 0)
 				;
+		}
 	}
-	close(ifd);
+	if (ifd >= 0)
+		close(ifd);
 	return 0;
 }
 
@@ -195,18 +209,21 @@ static void child(const struct opts *o, unsigned char *code, const char *map, si
 	char own[256], *want = (char *)map;
 	size_t want_len = len, n;
 
+	/* As CPython's child does: the parent's map is not ours to write. */
+	close(map_fd);
+
 	if (o->child_writes == WRITES_OWN) {
 		/* The child's runtime names new code in its own map first. */
 		n = snprintf(own, sizeof(own), "%lx %x %s_child_own\n",
 			     (unsigned long)(uintptr_t)(code + o->entries * SLOT), SLOT, o->prefix);
-		write_map(map_path(o, getpid()), own, n);
+		close(write_map(map_path(o, getpid()), own, n));
 		want = malloc(n + len);
 		memcpy(want, own, n);
 		memcpy(want + n, map, len);
 		want_len = n + len;
 	} else if (o->child_writes == WRITES_COPY) {
 		/* The runtime copies its parent's map itself (persist-after-fork). */
-		write_map(map_path(o, getpid()), map, len);
+		close(write_map(map_path(o, getpid()), map, len));
 	}
 	if (o->wait_ms) {
 		r.latency_ns = wait_for_map(o, want, want_len, t_fork);
@@ -303,7 +320,8 @@ int main(int argc, char **argv)
 		emit_loop(code + i * SLOT);
 	__builtin___clear_cache((char *)code, (char *)code + code_len);
 	map = build_map(&o, code, &len);
-	if (!map || write_map(map_path(&o, getpid()), map, len)) {
+	map_fd = map ? write_map(map_path(&o, getpid()), map, len) : -1;
+	if (map_fd < 0) {
 		fprintf(stderr, "forkjit: %s: %s\n", map_path(&o, getpid()), strerror(errno));
 		return 2;
 	}

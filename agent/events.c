@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
@@ -173,6 +174,20 @@ int events__consume(struct events *ev)
 uint64_t events__dropped(const struct events *ev)
 {
 	return __atomic_load_n(&ev->skel->bss->dropped, __ATOMIC_RELAXED);
+}
+
+void events__set_mapped(struct events *ev, int pid, bool mapped)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	if (!ev)
+		return;
+	/* A full table only costs latency: those events wait for the timer tick. */
+	if (mapped)
+		bpf_map_update_elem(bpf_map__fd(ev->skel->maps.mapped), &key, &one, BPF_ANY);
+	else
+		bpf_map_delete_elem(bpf_map__fd(ev->skel->maps.mapped), &key);
 }
 
 const char *events__kind(const struct events *ev)

@@ -2,6 +2,7 @@
 #ifndef PERFMAPD_EVENTS_H
 #define PERFMAPD_EVENTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct agent;
@@ -16,6 +17,8 @@ int events__fd(const struct events *ev);
 int events__consume(struct events *ev);
 /* Events the BPF side could not queue, since load. */
 uint64_t events__dropped(const struct events *ev);
+/* Tell the BPF side whether @pid has a map at its path: its events are urgent. */
+void events__set_mapped(struct events *ev, int pid, bool mapped);
 /* "tp_btf" or "raw_tp": which program type attached. */
 const char *events__kind(const struct events *ev);
 

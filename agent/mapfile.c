@@ -26,6 +26,20 @@ void mapfile_name(pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "perf-%d.map", (int)pid);
 }
 
+bool mapfile_pid(const char *name, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	if (strncmp(name, "perf-", 5))
+		return false;
+	v = strtol(name + 5, &end, 10);
+	if (end == name + 5 || strcmp(end, ".map") || v <= 0 || v > 0x7fffffff)
+		return false;
+	*pid = (pid_t)v;
+	return true;
+}
+
 int mapfile_stat(const struct agent *a, pid_t pid, struct stat *st)
 {
 	char name[32];

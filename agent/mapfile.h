@@ -11,6 +11,8 @@ struct agent;
 
 /* "perf-<pid>.map", the name runtimes use in the map directory. */
 void mapfile_name(pid_t pid, char *buf, size_t len);
+/* The pid a name "perf-<pid>.map" is for; false for any other name. */
+bool mapfile_pid(const char *name, pid_t *pid);
 /* lstat() of the map of @pid: 0, -ENOENT or -errno. */
 int mapfile_stat(const struct agent *a, pid_t pid, struct stat *st);
 /* Modified before @start_real_ns (CLOCK_REALTIME)? Then its writer was an earlier process. */

@@ -20,6 +20,7 @@
 #include "events.h"
 #include "instance.h"
 #include "log.h"
+#include "mapfile.h"
 #include "perfmap.h"
 #include "policy.h"
 #include "procfs.h"
@@ -236,7 +237,8 @@ static int loop_open(struct agent *a, struct loop *l)
 	if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0 || l->inofd < 0)
 		return -errno;
 	if (timerfd_settime(l->timerfd, 0, &its, NULL) ||
-	    inotify_add_watch(l->inofd, a->cfg.map_dir, IN_CREATE | IN_MOVED_TO) < 0)
+	    inotify_add_watch(l->inofd, a->cfg.map_dir,
+			      IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0)
 		return -errno;
 	err = err ?: loop_add(l->epfd, events__fd(a->events), SRC_EVENTS);
 	err = err ?: loop_add(l->epfd, l->sigfd, SRC_SIGNAL);
@@ -285,10 +287,10 @@ static void on_tick(struct agent *a, struct loop *l)
 	if (read(l->timerfd, &expirations, sizeof(expirations)) < 0)
 		return;
 	update_clocks(a);
+	/* Events that needed no wake-up (bpf/) are read here at the latest. */
+	events__consume(a->events);
 	dropped = events__dropped(a->events);
 	if (dropped != a->stats.dropped) {
-		/* Take what is queued first, so the scan sees the table at its newest. */
-		events__consume(a->events);
 		pr_warn("bpf: %llu events lost (ring buffer full); resyncing from /proc",
 			(unsigned long long)(dropped - a->stats.dropped));
 		a->stats.dropped = dropped;
@@ -306,24 +308,26 @@ static void on_inotify(struct agent *a, struct loop *l)
 	bool overflow = false, orphan = false;
 	ssize_t n;
 	char *p;
-	long pid;
+	pid_t pid;
 
 	while ((n = read(l->inofd, buf, sizeof(buf))) > 0) {
 		for (p = buf; p < buf + n; p += sizeof(*ie) + ie->len) {
 			ie = (const struct inotify_event *)p;
 			if (ie->mask & IN_Q_OVERFLOW)
 				overflow = true;
-			if (!ie->len || sscanf(ie->name, "perf-%ld.map", &pid) != 1)
+			if (!ie->len || !mapfile_pid(ie->name, &pid))
 				continue;
-			if (!proctab_find(&a->procs, (pid_t)pid) && !retain_has(a, (pid_t)pid))
+			/* Only this pid's events need us at once from now on (bpf/). */
+			events__set_mapped(a->events, pid, ie->mask & (IN_CREATE | IN_MOVED_TO));
+			if ((ie->mask & (IN_CREATE | IN_MOVED_TO)) &&
+			    !proctab_find(&a->procs, pid) && !retain_has(a, pid))
 				orphan = true;
 		}
 	}
-	if (overflow || orphan) {
-		/* The fork events of these pids may be queued: take them first. */
-		events__consume(a->events);
+	/* A fork of the new map's owner may have been queued without a wake-up. */
+	events__consume(a->events);
+	if (overflow || orphan)
 		scan_maps(a, false);
-	}
 }
 
 static int run(struct agent *a)

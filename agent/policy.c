@@ -212,6 +212,7 @@ void policy_exec(struct agent *a, const struct proc_event *ev)
 		clear_stale(a, p->tgid, p->start_ns, "exec");
 		goto forget_copy;
 	}
+
 	/*
 	 * Written after the exec (events can be read late): the new image's own.
 	 * File times lag by up to a tick, so a write in the tick after the exec
@@ -235,7 +236,12 @@ void policy_exec(struct agent *a, const struct proc_event *ev)
 	err = archive_map(a, p->tgid, p->start_ticks, why, &st);
 	if (!err)
 		why == ARCHIVE_DROP ? a->stats.exec_dropped++ : a->stats.exec_archived++;
-	else if (err == -EBUSY)
+	/*
+	 * Open for writing. Read at once (the BPF side knew of the map, the
+	 * event was urgent), that is the old image's fd, not yet released by
+	 * the exec: try again shortly. Read late, it is the new image's own.
+	 */
+	else if (err == -EBUSY && (ev->flags & PERFMAPD_EVF_MAPPED))
 		retain_retry_exec(a, p->tgid, p->start_ticks, &st, why);
 forget_copy:
 	p->flags &= ~PROC_COPIED;

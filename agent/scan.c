@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "archive.h"
+#include "events.h"
 #include "log.h"
 #include "mapfile.h"
 #include "perfmapd_event.h"
@@ -146,20 +147,6 @@ free_fresh:
 	return err;
 }
 
-static bool map_pid(const char *name, pid_t *pid)
-{
-	char *end;
-	long v;
-
-	if (strncmp(name, "perf-", 5))
-		return false;
-	v = strtol(name + 5, &end, 10);
-	if (end == name + 5 || strcmp(end, ".map") || v <= 0 || v > 0x7fffffff)
-		return false;
-	*pid = (pid_t)v;
-	return true;
-}
-
 static void scan_one_map(struct agent *a, pid_t pid, const struct stat *st)
 {
 	struct proc *p = proctab_find(&a->procs, pid);
@@ -209,11 +196,12 @@ int scan_maps(struct agent *a, bool startup)
 				archive_staged(a, de->d_name);
 			continue;
 		}
-		if (!map_pid(de->d_name, &pid))
+		if (!mapfile_pid(de->d_name, &pid))
 			continue;
 		if (fstatat(a->map_dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
+		events__set_mapped(a->events, pid, true);
 		scan_one_map(a, pid, &st);
 	}
 	closedir(d);

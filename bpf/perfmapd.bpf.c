@@ -14,6 +14,25 @@ struct {
 	__uint(max_entries, 1 << 20);  /* resized by the agent before load */
 } events SEC(".maps");
 
+/*
+ * Pids with a map at their path, kept by the agent. Only events about them
+ * need the agent at once (a fork of a map holder, a pid reused under a
+ * stale map, an exec); the rest wait in the ring buffer for its next
+ * wake-up, at most a timer tick, which saves a context switch per event on
+ * a busy host.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u8);
+} mapped SEC(".maps");
+
+static __always_inline bool has_map(__u32 pid)
+{
+	return bpf_map_lookup_elem(&mapped, &pid) != NULL;
+}
+
 /* Events lost because the ring buffer was full; the agent resyncs when it grows. */
 __u64 dropped = 0;
 /* Events sent, per type, for `perfmapctl status`. */
@@ -47,7 +66,7 @@ static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event
 }
 
 static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
-				struct task_struct *parent)
+				struct task_struct *parent, bool urgent)
 {
 	struct perfmapd_event *e;
 
@@ -73,7 +92,11 @@ static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
 		e->pstart_ns = 0;
 	}
 	BPF_CORE_READ_STR_INTO(&e->comm, t, group_leader, comm);
-	bpf_ringbuf_submit(e, 0);
+	/*
+	 * Forced: the default wakes the agent only when it has read everything
+	 * before, which is never the case behind events left without a wake-up.
+	 */
+	bpf_ringbuf_submit(e, urgent ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	if (type < 4)
 		__sync_fetch_and_add(&sent[type], 1);
 	return 0;
@@ -88,12 +111,15 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		return 0;
 	if (BPF_CORE_READ(child, vfork_done))
 		flags |= PERFMAPD_EVF_VFORK;
-	return emit(child, PERFMAPD_EV_FORK, flags, parent);
+	return emit(child, PERFMAPD_EV_FORK, flags, parent,
+		    has_map(BPF_CORE_READ(parent, tgid)) || has_map(BPF_CORE_READ(child, tgid)));
 }
 
 static __always_inline int on_exec(struct task_struct *t)
 {
-	return emit(t, PERFMAPD_EV_EXEC, 0, NULL);
+	bool mapped = has_map(BPF_CORE_READ(t, tgid));
+
+	return emit(t, PERFMAPD_EV_EXEC, mapped ? PERFMAPD_EVF_MAPPED : 0, NULL, mapped);
 }
 
 /*
@@ -107,7 +133,8 @@ static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool 
 		group_dead = BPF_CORE_READ(t, signal, live.counter) == 0;
 	if (!group_dead)
 		return 0;
-	return emit(t, PERFMAPD_EV_EXIT, 0, NULL);
+	/* A map outlives its process by the retention: its exit is never urgent. */
+	return emit(t, PERFMAPD_EV_EXIT, 0, NULL, false);
 }
 
 #define HAS_GROUP_DEAD \

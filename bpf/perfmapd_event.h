@@ -12,6 +12,7 @@ enum perfmapd_event_type {
 
 enum perfmapd_event_flags {
 	PERFMAPD_EVF_VFORK = 1 << 0,  /* fork: vfork()/CLONE_VFORK child, execs or exits next */
+	PERFMAPD_EVF_MAPPED = 1 << 1, /* the agent had told BPF this pid has a map */
 };
 
 /*

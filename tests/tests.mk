@@ -75,8 +75,16 @@ $(BENCH_BIN): tests/bench/bench_writer.c $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -O2 -g -o $@ $< $(LIBA) -ldl
 
-bench: $(BENCH_BIN)
+LOADGEN := $(O)/loadgen
+
+$(LOADGEN): tests/bench/loadgen.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -o $@ $<
+
+# The writer benchmark, then the agent's (root: BPF).
+bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	$(BENCH_BIN)
+	bash tests/bench/agent.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat

@@ -7,7 +7,7 @@
  *
  *   forkjit [--dir DIR] [--entries N] [--children N] [--run-ms MS]
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
- *           [--startup-ms MS] [--hold-ms MS] [--print-pids] [--report]
+ *           [--startup-ms MS] [--hold-ms MS] [--print-pids] [--report] [--serial]
  *           [--exec CMD ARGS...]
  *
  * Exit status: 0 when every child found its map complete (or none was asked
@@ -36,7 +36,7 @@ struct opts {
 	const char *prefix;
 	unsigned long entries, children, run_ms, wait_ms, startup_ms, hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
-	int print_pids, report;
+	int print_pids, report, serial;
 	char **exec_argv;
 };
 
@@ -243,6 +243,21 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int collect(const struct opts *o, int fd, size_t *got, uint64_t *lat, size_t *ok)
+{
+	struct result r;
+
+	if (read(fd, &r, sizeof(r)) != sizeof(r))
+		return -1;
+	(*got)++;
+	if (r.ok)
+		lat[(*ok)++] = r.latency_ns;
+	else if (o->wait_ms)
+		fprintf(stderr, "forkjit: child %d: %s does not hold the expected entries after %lu ms\n",
+			r.pid, map_path(o, r.pid), o->wait_ms);
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -257,6 +272,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "hold-ms", required_argument, NULL, 'H' },
 		{ "print-pids", no_argument, NULL, 'P' },
 		{ "report", no_argument, NULL, 'R' },
+		{ "serial", no_argument, NULL, 'S' },
 		{ "exec", no_argument, NULL, 'x' },
 		{ 0 },
 	};
@@ -275,6 +291,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'H': o->hold_ms = strtoul(optarg, NULL, 10); break;
 		case 'P': o->print_pids = 1; break;
 		case 'R': o->report = 1; break;
+		case 'S': o->serial = 1; break;
 		case 'W':
 			if (!strcmp(optarg, "own"))
 				o->child_writes = WRITES_OWN;
@@ -297,7 +314,6 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	unsigned char *code;
-	struct result r;
 	uint64_t *lat, t_fork;
 	size_t len, code_len, i, ok = 0, got = 0;
 	char *map;
@@ -350,16 +366,14 @@ int main(int argc, char **argv)
 			printf("child %d\n", (int)pid);
 			fflush(stdout);
 		}
+		/* One fork at a time: the latency of one copy, without a queue. */
+		if (o.serial)
+			collect(&o, pfd[0], &got, lat, &ok);
 	}
 	close(pfd[1]);
-	while (got < o.children && read(pfd[0], &r, sizeof(r)) == sizeof(r)) {
-		got++;
-		if (r.ok)
-			lat[ok++] = r.latency_ns;
-		else if (o.wait_ms)
-			fprintf(stderr, "forkjit: child %d: %s does not hold the expected entries after %lu ms\n",
-				r.pid, map_path(&o, r.pid), o.wait_ms);
-	}
+	while (got < o.children)
+		if (collect(&o, pfd[0], &got, lat, &ok))
+			break;
 	while (wait(&status) > 0)
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			failed++;

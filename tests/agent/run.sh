@@ -336,16 +336,20 @@ test_restart() {
 	a=$WORK/archive-restart
 	start_agent "$WORK/restart1.log" --map-dir "$d" --archive-dir "$a" || {
 		fail "restart: perfmapd did not start"; return; }
-	# A map at a live pid, written long before that process started: stale.
 	sleep 30 &
 	sl=$!
-	printf '1000 10 stale_entry_from_before\n' >"$d/perf-$sl.map"
-	touch -d '10 minutes ago' "$d/perf-$sl.map"
 	for i in $(seq 8); do
 		"$FORKJIT" --dir "$d" --entries 500 --children 10 --wait-map-ms 20000 \
 			--prefix "restart${i}" >"$WORK/restart.$i.out" 2>&1 &
 		pids+=($!)
-		[ $i = 3 ] && kill9_agent
+		if [ $i = 3 ]; then
+			kill9_agent
+			# While no agent watches: a map at a live pid, written long
+			# before that process started (put in place whole, by rename).
+			printf '1000 10 stale_entry_from_before\n' >"$WORK/stale.map"
+			touch -d '10 minutes ago' "$WORK/stale.map"
+			mv "$WORK/stale.map" "$d/perf-$sl.map"
+		fi
 		sleep 0.25
 	done
 	start_agent "$WORK/restart2.log" --map-dir "$d" --archive-dir "$a" ||

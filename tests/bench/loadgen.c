@@ -1,0 +1,68 @@
+/*
+ * loadgen: the loads the agent benchmark measures with and without perfmapd.
+ *   loadgen fork N      N times fork(), child _exit(0), waitpid(): forks per second
+ *   loadgen syscall N   N getppid() calls: ns per call
+ *   loadgen hold N      N children that sleep until loadgen's stdin closes
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	long n, i;
+	double t0;
+	char c;
+
+	if (argc != 3)
+		return 2;
+	n = atol(argv[2]);
+	t0 = now_s();
+	if (!strcmp(argv[1], "fork")) {
+		for (i = 0; i < n; i++) {
+			pid_t pid = fork();
+
+			if (pid == 0)
+				_exit(0);
+			waitpid(pid, NULL, 0);
+		}
+		printf("%.0f\n", n / (now_s() - t0));
+	} else if (!strcmp(argv[1], "syscall")) {
+		for (i = 0; i < n; i++)
+			syscall(SYS_getppid);
+		printf("%.2f\n", (now_s() - t0) * 1e9 / n);
+	} else if (!strcmp(argv[1], "hold")) {
+		for (i = 0; i < n; i++) {
+			if (fork() == 0) {
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				pause();
+				_exit(0);
+			}
+		}
+		printf("ready\n");
+		fflush(stdout);
+		while (read(0, &c, 1) > 0)
+			;
+		signal(SIGTERM, SIG_IGN);
+		kill(0, SIGTERM);
+		while (wait(NULL) > 0)
+			;
+	} else {
+		return 2;
+	}
+	return 0;
+}

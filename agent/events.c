@@ -27,6 +27,8 @@ struct events {
 	const char *kind;
 };
 
+/* libbpf's messages, at debug level: a failure is summed up by our own error line. */
+__attribute__((format(printf, 2, 0)))
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];

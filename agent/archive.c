@@ -109,10 +109,12 @@ static ssize_t archive_list(struct agent *a, int dfd, struct archived_file **out
 	return n;
 }
 
-void archive_usage(struct agent *a, uint64_t *files, uint64_t *bytes)
+/* Count the archive; with @evict, delete the oldest maps until it is under the quota. */
+static void archive_scan(struct agent *a, bool evict, uint64_t *files, uint64_t *bytes)
 {
 	struct archived_file *v = NULL;
-	ssize_t n, i;
+	uint64_t total = 0;
+	ssize_t n, i, kept;
 	int dfd;
 
 	*files = *bytes = 0;
@@ -120,37 +122,35 @@ void archive_usage(struct agent *a, uint64_t *files, uint64_t *bytes)
 	if (dfd < 0)
 		return;
 	n = archive_list(a, dfd, &v);
-	for (i = 0; i < n; i++)
-		*bytes += v[i].size;
-	*files = n > 0 ? n : 0;
-	free(v);
-	close(dfd);
-}
-
-static void enforce_quota(struct agent *a)
-{
-	struct archived_file *v = NULL;
-	uint64_t total = 0;
-	ssize_t n, i;
-	int dfd;
-
-	dfd = open(a->cfg.archive_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return;
-	n = archive_list(a, dfd, &v);
+	kept = n > 0 ? n : 0;
 	for (i = 0; i < n; i++)
 		total += v[i].size;
-	for (i = 0; i < n && total > a->cfg.archive_max_bytes; i++) {
+	for (i = 0; evict && i < n && total > a->cfg.archive_max_bytes; i++) {
 		if (unlinkat(dfd, v[i].name, 0))
 			continue;
 		total -= v[i].size;
+		kept--;
 		count(&a->stats.archive_evicted);
 		pr_info("archive: evicted %s (%lld bytes, oldest) to stay under %llu bytes",
 			v[i].name, (long long)v[i].size,
 			(unsigned long long)a->cfg.archive_max_bytes);
 	}
+	*files = kept;
+	*bytes = total;
 	free(v);
 	close(dfd);
+}
+
+void archive_usage(struct agent *a, uint64_t *files, uint64_t *bytes)
+{
+	archive_scan(a, false, files, bytes);
+}
+
+static void enforce_quota(struct agent *a)
+{
+	uint64_t files, bytes;
+
+	archive_scan(a, true, &files, &bytes);
 }
 
 struct archive_job {

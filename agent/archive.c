@@ -416,8 +416,9 @@ static void retain_del(struct agent *a, size_t i)
 	a->retained[i] = a->retained[--a->retained_count];
 }
 
-void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct stat *st,
-		uint64_t deadline_ns)
+/* Insert or update the entry of @pid; only exited processes' maps count as retained. */
+static struct retained *retain_put(struct agent *a, pid_t pid, uint64_t start_ticks,
+				   const struct stat *st, uint64_t deadline_ns, int reason)
 {
 	struct retained *r, *nr;
 	ssize_t i = retain_index(a, pid);
@@ -428,19 +429,27 @@ void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct s
 		nr = realloc(a->retained, (a->retained_count + 1) * sizeof(*nr));
 		if (!nr) {
 			a->stats.errors++;
-			return;
+			return NULL;
 		}
 		a->retained = nr;
 		r = &a->retained[a->retained_count++];
-		a->stats.retained_total++;
+		if (reason == ARCHIVE_EXIT)
+			a->stats.retained_total++;
 	}
 	r->pid = pid;
 	r->start_ticks = start_ticks;
-	r->reason = ARCHIVE_EXIT;
+	r->reason = reason;
 	r->tries = 0;
 	r->dev = st->st_dev;
 	r->ino = st->st_ino;
 	r->deadline_ns = deadline_ns;
+	return r;
+}
+
+void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct stat *st,
+		uint64_t deadline_ns)
+{
+	retain_put(a, pid, start_ticks, st, deadline_ns, ARCHIVE_EXIT);
 }
 
 #define EXEC_RETRY_NS (100 * 1000000ull)
@@ -449,15 +458,11 @@ void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct s
 void retain_retry_exec(struct agent *a, pid_t pid, uint64_t start_ticks,
 		       const struct stat *st, int reason)
 {
-	ssize_t i;
+	struct retained *r;
 
-	retain_add(a, pid, start_ticks, st, mono_ns() + EXEC_RETRY_NS);
-	i = retain_index(a, pid);
-	if (i < 0)
-		return;
-	a->retained[i].reason = reason;
-	a->retained[i].tries = EXEC_TRIES;
-	a->stats.retained_total--;  /* not an exited process's map */
+	r = retain_put(a, pid, start_ticks, st, mono_ns() + EXEC_RETRY_NS, reason);
+	if (r)
+		r->tries = EXEC_TRIES;
 }
 
 static int archive_retained(struct agent *a, const struct retained *r)

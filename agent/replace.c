@@ -141,26 +141,51 @@ static void drain_sigio(const sigset_t *sigio)
 		;
 }
 
+/*
+ * The guard both operations run under: SIGIO blocked (a lease break is
+ * announced with SIGIO, whose default action kills) and a read lease taken.
+ */
+static int guard_begin(int fd, const struct stat *st, struct replace_result *res,
+		       sigset_t *old)
+{
+	sigset_t sigio;
+	int err;
+
+	sigemptyset(&sigio);
+	sigaddset(&sigio, SIGIO);
+	sigprocmask(SIG_BLOCK, &sigio, old);
+	err = take_lease(fd, st, res);
+	if (err)
+		sigprocmask(SIG_SETMASK, old, NULL);
+	return err;
+}
+
+static void guard_end(int fd, const struct replace_result *res, const sigset_t *old)
+{
+	sigset_t sigio;
+
+	sigemptyset(&sigio);
+	sigaddset(&sigio, SIGIO);
+	if (res->guarded)
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	drain_sigio(&sigio);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
 int map_replace(const char *path, int src_fd, replace_fill_fn fill, void *ctx,
 		struct replace_result *res)
 {
-	sigset_t sigio, old;
 	struct stat st, now;
 	char tmp[PATH_MAX];
+	sigset_t old;
 	int tmp_fd, err;
 
 	memset(res, 0, sizeof(*res));
 	if (fstat(src_fd, &st))
 		return -errno;
-
-	/* A lease break is announced with SIGIO, whose default action kills. */
-	sigemptyset(&sigio);
-	sigaddset(&sigio, SIGIO);
-	sigprocmask(SIG_BLOCK, &sigio, &old);
-
-	err = take_lease(src_fd, &st, res);
+	err = guard_begin(src_fd, &st, res, &old);
 	if (err)
-		goto restore_sigmask;
+		return err;
 	tmp_fd = make_temp(path, &st, tmp, sizeof(tmp));
 	if (tmp_fd < 0) {
 		err = tmp_fd;
@@ -189,11 +214,7 @@ int map_replace(const char *path, int src_fd, replace_fill_fn fill, void *ctx,
 remove_temp:
 	unlink(tmp);
 release_lease:
-	if (res->guarded)
-		fcntl(src_fd, F_SETLEASE, F_UNLCK);
-	drain_sigio(&sigio);
-restore_sigmask:
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	guard_end(src_fd, res, &old);
 	return err;
 }
 
@@ -223,20 +244,16 @@ int file_write_atomic(const char *path, int src_fd, replace_fill_fn fill,
 int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
 		   struct replace_result *res)
 {
-	sigset_t sigio, old;
 	struct stat st, now;
+	sigset_t old;
 	int err;
 
 	memset(res, 0, sizeof(*res));
 	if (fstat(fd, &st))
 		return -errno;
-	sigemptyset(&sigio);
-	sigaddset(&sigio, SIGIO);
-	sigprocmask(SIG_BLOCK, &sigio, &old);
-
-	err = take_lease(fd, &st, res);
+	err = guard_begin(fd, &st, res, &old);
 	if (err)
-		goto restore_sigmask;
+		return err;
 	if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) ||
 	    now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
 		res->why = "replaced by another file meanwhile";
@@ -260,10 +277,6 @@ int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
 	}
 
 release_lease:
-	if (res->guarded)
-		fcntl(fd, F_SETLEASE, F_UNLCK);
-	drain_sigio(&sigio);
-restore_sigmask:
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	guard_end(fd, res, &old);
 	return err;
 }

@@ -42,7 +42,7 @@ AGENT_COMMON := agent/compact.c agent/replace.c agent/writers.c agent/units.c \
 	agent/runpaths.c
 CTL_SRCS := agent/perfmapctl.c agent/ctl_check.c agent/ctl_compact.c \
 	agent/ctl_status.c $(AGENT_COMMON)
-AGENTD_SRCS := agent/perfmapd.c agent/events.c agent/policy.c agent/mapfile.c \
+AGENTD_SRCS := agent/perfmapd.c agent/events.c agent/policy.c agent/mapfile.c agent/mapwatch.c \
 	agent/archive.c agent/scan.c agent/proctab.c agent/procfs.c \
 	agent/instance.c agent/status.c agent/log.c $(AGENT_COMMON)
 AGENT_HDRS := $(wildcard agent/*.h) bpf/perfmapd_event.h

@@ -10,6 +10,7 @@
 
 struct events;
 struct instance;
+struct mapwatch;
 
 struct agent_config {
 	const char *map_dir;          /* where runtimes write perf-<pid>.map */
@@ -27,6 +28,7 @@ struct agent_stats {
 	uint64_t events[4];           /* by PERFMAPD_EV_*, as received */
 	uint64_t dropped;             /* counted by BPF: the ring buffer was full */
 	uint64_t resyncs;
+	uint64_t index_overflows;     /* inotify queue overflowed: directory listed again */
 	uint64_t copies_created;      /* child map made from the parent's */
 	uint64_t copies_appended;     /* parent's entries added to the child's own map */
 	uint64_t copies_by_runtime;   /* the runtime had copied them already */
@@ -53,6 +55,7 @@ struct agent {
 	struct retained *retained;    /* exited processes' maps, by deadline */
 	size_t retained_count;
 	struct events *events;
+	struct mapwatch *watch;       /* which pids have a map */
 	struct instance *inst;
 	int map_dir_fd;
 	uint64_t self_mnt_ns, self_pid_ns;
@@ -60,7 +63,6 @@ struct agent {
 	int64_t boot_to_real_ns;      /* CLOCK_REALTIME minus CLOCK_BOOTTIME */
 	uint64_t ticks_per_sec;
 	bool stop;
-	bool resync_wanted;
 };
 
 /* now on CLOCK_MONOTONIC and CLOCK_BOOTTIME, in ns */

@@ -192,6 +192,25 @@ void events__set_mapped(struct events *ev, int pid, bool mapped)
 		bpf_map_delete_elem(bpf_map__fd(ev->skel->maps.mapped), &key);
 }
 
+void events__run_stats(const struct events *ev, uint64_t *run_ns, uint64_t *runs)
+{
+	struct bpf_program *prog;
+
+	*run_ns = *runs = 0;
+	bpf_object__for_each_program(prog, ev->skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		if (bpf_program__fd(prog) < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		*run_ns += info.run_time_ns;
+		*runs += info.run_cnt;
+	}
+}
+
 const char *events__kind(const struct events *ev)
 {
 	return ev->kind;

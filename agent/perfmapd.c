@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -21,6 +20,7 @@
 #include "instance.h"
 #include "log.h"
 #include "mapfile.h"
+#include "mapwatch.h"
 #include "perfmap.h"
 #include "policy.h"
 #include "procfs.h"
@@ -185,7 +185,7 @@ static int open_map_dir(struct agent *a)
 }
 
 struct loop {
-	int epfd, sigfd, timerfd, inofd;
+	int epfd, sigfd, timerfd;
 };
 
 static int loop_add(int epfd, int fd, uint32_t id)
@@ -233,25 +233,20 @@ static int loop_open(struct agent *a, struct loop *l)
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	l->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0 || l->inofd < 0)
+	if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0)
 		return -errno;
-	if (timerfd_settime(l->timerfd, 0, &its, NULL) ||
-	    inotify_add_watch(l->inofd, a->cfg.map_dir,
-			      IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0)
+	if (timerfd_settime(l->timerfd, 0, &its, NULL))
 		return -errno;
 	err = err ?: loop_add(l->epfd, events__fd(a->events), SRC_EVENTS);
 	err = err ?: loop_add(l->epfd, l->sigfd, SRC_SIGNAL);
 	err = err ?: loop_add(l->epfd, l->timerfd, SRC_TIMER);
-	err = err ?: loop_add(l->epfd, l->inofd, SRC_INOTIFY);
+	err = err ?: loop_add(l->epfd, mapwatch__fd(a->watch), SRC_INOTIFY);
 	err = err ?: loop_add(l->epfd, instance__fd(a->inst), SRC_STATUS);
 	return err;
 }
 
 static void loop_close(struct loop *l)
 {
-	if (l->inofd >= 0)
-		close(l->inofd);
 	if (l->timerfd >= 0)
 		close(l->timerfd);
 	if (l->sigfd >= 0)
@@ -280,6 +275,19 @@ static void resync(struct agent *a)
 	scan_maps(a, false);
 }
 
+/*
+ * Every read of the ring buffer starts with the map directory's changes:
+ * then the index (mapwatch.c) knows of every map made before those events.
+ */
+static void catch_up(struct agent *a)
+{
+	bool relist = mapwatch__drain(a);
+
+	events__consume(a->events);
+	if (relist)
+		scan_maps(a, false);
+}
+
 static void on_tick(struct agent *a, struct loop *l)
 {
 	uint64_t expirations, dropped;
@@ -288,7 +296,7 @@ static void on_tick(struct agent *a, struct loop *l)
 		return;
 	update_clocks(a);
 	/* Events that needed no wake-up (bpf/) are read here at the latest. */
-	events__consume(a->events);
+	catch_up(a);
 	dropped = events__dropped(a->events);
 	if (dropped != a->stats.dropped) {
 		pr_warn("bpf: %llu events lost (ring buffer full); resyncing from /proc",
@@ -300,40 +308,10 @@ static void on_tick(struct agent *a, struct loop *l)
 	retain_expire(a);
 }
 
-/* A map appeared for a pid no live process holds: it must not pile up. */
-static void on_inotify(struct agent *a, struct loop *l)
-{
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	const struct inotify_event *ie;
-	bool overflow = false, orphan = false;
-	ssize_t n;
-	char *p;
-	pid_t pid;
-
-	while ((n = read(l->inofd, buf, sizeof(buf))) > 0) {
-		for (p = buf; p < buf + n; p += sizeof(*ie) + ie->len) {
-			ie = (const struct inotify_event *)p;
-			if (ie->mask & IN_Q_OVERFLOW)
-				overflow = true;
-			if (!ie->len || !mapfile_pid(ie->name, &pid))
-				continue;
-			/* Only this pid's events need us at once from now on (bpf/). */
-			events__set_mapped(a->events, pid, ie->mask & (IN_CREATE | IN_MOVED_TO));
-			if ((ie->mask & (IN_CREATE | IN_MOVED_TO)) &&
-			    !proctab_find(&a->procs, pid) && !retain_has(a, pid))
-				orphan = true;
-		}
-	}
-	/* A fork of the new map's owner may have been queued without a wake-up. */
-	events__consume(a->events);
-	if (overflow || orphan)
-		scan_maps(a, false);
-}
-
 static int run(struct agent *a)
 {
 	struct epoll_event evs[8];
-	struct loop l = { -1, -1, -1, -1 };
+	struct loop l = { -1, -1, -1 };
 	int n, i, err;
 
 	err = loop_open(a, &l);
@@ -356,10 +334,10 @@ static int run(struct agent *a)
 		}
 		for (i = 0; i < n; i++) {
 			switch (evs[i].data.u32) {
-			case SRC_EVENTS: events__consume(a->events); break;
+			case SRC_EVENTS: catch_up(a); break;
 			case SRC_SIGNAL: on_signal(a, &l); break;
 			case SRC_TIMER: on_tick(a, &l); break;
-			case SRC_INOTIFY: on_inotify(a, &l); break;
+			case SRC_INOTIFY: catch_up(a); break;
 			case SRC_STATUS: instance__serve(a->inst, a); break;
 			}
 		}
@@ -413,12 +391,19 @@ int main(int argc, char **argv)
 		err = -errno;
 		goto free_procs;
 	}
+	a.watch = mapwatch__open(&a);
+	if (!a.watch) {
+		err = -errno;
+		goto free_events;
+	}
 	pr_info("managing %s%s: retention %llus, archive %s (max %llu bytes)",
 		a.cfg.map_dir, a.cfg.dry_run ? " (dry run: no file is changed)" : "",
 		(unsigned long long)a.cfg.retention_s, a.cfg.archive_dir,
 		(unsigned long long)a.cfg.archive_max_bytes);
 	err = run(&a);
 
+	mapwatch__free(a.watch);
+free_events:
 	events__free(a.events);
 free_procs:
 	archive_fini();

@@ -16,6 +16,7 @@
 #include "archive.h"
 #include "log.h"
 #include "mapfile.h"
+#include "mapwatch.h"
 #include "perfmapd_event.h"
 #include "policy.h"
 #include "procfs.h"
@@ -100,8 +101,12 @@ static void log_copy(struct agent *a, const struct proc *p, const struct copy_re
 	}
 }
 
-/* Give @p its parent's entries; 0 done, -EAGAIN to try again later. */
-static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns)
+/*
+ * Give @p its parent's entries; 0 done, -EAGAIN to try again later. @ts_ns
+ * is the fork's time (0 unknown): a parent the index says had no map then
+ * costs no lookup.
+ */
+static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns, uint64_t ts_ns)
 {
 	struct copy_req rq = {
 		.parent = p->ppid,
@@ -115,6 +120,8 @@ static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns)
 	uint64_t t0 = mono_ns();
 	int err;
 
+	if (!mapwatch__may_exist(a->watch, p->ppid, ts_ns))
+		return 0;
 	err = mapfile_copy(a, &rq, &res);
 	if (err == -ESTALE) {
 		clear_stale(a, p->tgid, p->start_ns, "copy to");
@@ -129,6 +136,9 @@ static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns)
 		       res.refused ? "" : ": ", res.refused ? "" : strerror(-err));
 		return 0;
 	}
+	/* Known at once, not when inotify says so: its exit may be in this batch. */
+	if (res.kind == COPY_CREATED && !a->cfg.dry_run)
+		mapwatch__set(a, p->tgid, true);
 	if (res.kind == COPY_CREATED || res.kind == COPY_APPENDED) {
 		p->flags |= PROC_COPIED;
 		p->copy_size = res.size;
@@ -163,13 +173,15 @@ void policy_fork(struct agent *a, const struct proc_event *ev)
 			 (int)ev->ptgid, (int)ev->tgid, p->comm);
 		return;
 	}
-	retain_evict_pid(a, ev->tgid);
-	clear_stale(a, ev->tgid, ev->start_ns, "fork");
+	if (mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns)) {
+		retain_evict_pid(a, ev->tgid);
+		clear_stale(a, ev->tgid, ev->start_ns, "fork");
+	}
 	/* A vfork child shares the parent's memory only until it execs. */
 	if (ev->flags & (PERFMAPD_EVF_VFORK | POLICY_TRACK_ONLY))
 		return;
 	p->retry_pstart_ns = ev->pstart_ns;
-	if (copy_from_parent(a, p, ev->pstart_ns) == -EAGAIN)
+	if (copy_from_parent(a, p, ev->pstart_ns, ev->ts_ns) == -EAGAIN)
 		p->retries = COPY_RETRIES;
 }
 
@@ -181,7 +193,7 @@ void policy_retry(struct agent *a)
 	proctab_for_each(&a->procs, i, p) {
 		if (!p->retries)
 			continue;
-		if (copy_from_parent(a, p, p->retry_pstart_ns) != -EAGAIN) {
+		if (copy_from_parent(a, p, p->retry_pstart_ns, 0) != -EAGAIN) {
 			p->retries = 0;
 		} else if (!--p->retries) {
 			a->stats.copies_failed++;
@@ -206,7 +218,7 @@ void policy_exec(struct agent *a, const struct proc_event *ev)
 	p->retries = 0;
 	if (p->flags & PROC_FOREIGN_NS)
 		return;
-	if (mapfile_stat(a, p->tgid, &st))
+	if (!mapwatch__may_exist(a->watch, p->tgid, ev->ts_ns) || mapfile_stat(a, p->tgid, &st))
 		goto forget_copy;
 	if (mapfile_older_than(&st, real_of(a, p->start_ns))) {
 		clear_stale(a, p->tgid, p->start_ns, "exec");
@@ -257,7 +269,7 @@ void policy_exit(struct agent *a, const struct proc_event *ev)
 		p = NULL;  /* an exit for a process we never knew under this pid */
 	if (foreign(a, ev) || (p && (p->flags & PROC_FOREIGN_NS)))
 		goto forget;
-	if (mapfile_stat(a, ev->tgid, &st))
+	if (!mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns) || mapfile_stat(a, ev->tgid, &st))
 		goto forget;
 	if (mapfile_older_than(&st, real_of(a, ev->start_ns))) {
 		clear_stale(a, ev->tgid, ev->start_ns, "exit");

@@ -16,9 +16,9 @@
 
 #include "agent.h"
 #include "archive.h"
-#include "events.h"
 #include "log.h"
 #include "mapfile.h"
+#include "mapwatch.h"
 #include "perfmapd_event.h"
 #include "policy.h"
 #include "procfs.h"
@@ -179,6 +179,7 @@ static void scan_one_map(struct agent *a, pid_t pid, const struct stat *st)
 
 int scan_maps(struct agent *a, bool startup)
 {
+	uint64_t t0 = boot_ns();
 	struct dirent *de;
 	struct stat st;
 	pid_t pid;
@@ -201,9 +202,11 @@ int scan_maps(struct agent *a, bool startup)
 		if (fstatat(a->map_dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		events__set_mapped(a->events, pid, true);
+		mapwatch__set(a, pid, true);
 		scan_one_map(a, pid, &st);
 	}
 	closedir(d);
+	/* Whatever changed since t0 is in the inotify queue: the index is exact. */
+	mapwatch__synced(a->watch, t0);
 	return 0;
 }

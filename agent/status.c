@@ -8,6 +8,7 @@
 #include "events.h"
 #include "instance.h"
 #include "mapfile.h"
+#include "mapwatch.h"
 
 static uint64_t procs_with_maps(struct agent *a)
 {
@@ -16,8 +17,10 @@ static uint64_t procs_with_maps(struct agent *a)
 	uint64_t n = 0;
 	size_t i;
 
+	/* The index rules out most without a system call. */
 	proctab_for_each(&a->procs, i, p)
-		if (!(p->flags & PROC_FOREIGN_NS) && !mapfile_stat(a, p->tgid, &st))
+		if (!(p->flags & PROC_FOREIGN_NS) && mapwatch__has(a->watch, p->tgid) &&
+		    !mapfile_stat(a, p->tgid, &st))
 			n++;
 	return n;
 }
@@ -25,10 +28,11 @@ static uint64_t procs_with_maps(struct agent *a)
 size_t status_format(struct agent *a, char *buf, size_t len)
 {
 	const struct agent_stats *s = &a->stats;
-	uint64_t files, bytes;
+	uint64_t files, bytes, bpf_ns, bpf_runs;
 	int n;
 
 	archive_usage(a, &files, &bytes);
+	events__run_stats(a->events, &bpf_ns, &bpf_runs);
 	n = snprintf(buf, len,
 		"pid: %d\n"
 		"map_dir: %s\n"
@@ -41,7 +45,11 @@ size_t status_format(struct agent *a, char *buf, size_t len)
 		"events_exec: %llu\n"
 		"events_exit: %llu\n"
 		"events_dropped: %llu\n"
+		"bpf_run_time_ns: %llu\n"
+		"bpf_runs: %llu\n"
 		"resyncs: %llu\n"
+		"map_index: %s\n"
+		"map_index_overflows: %llu\n"
 		"copies_created: %llu\n"
 		"copies_appended: %llu\n"
 		"copies_by_runtime: %llu\n"
@@ -67,7 +75,9 @@ size_t status_format(struct agent *a, char *buf, size_t len)
 		a->procs.count, (unsigned long long)procs_with_maps(a),
 		(unsigned long long)s->events[1], (unsigned long long)s->events[2],
 		(unsigned long long)s->events[3], (unsigned long long)s->dropped,
+		(unsigned long long)bpf_ns, (unsigned long long)bpf_runs,
 		(unsigned long long)s->resyncs,
+		mapwatch__state(a->watch), (unsigned long long)s->index_overflows,
 		(unsigned long long)s->copies_created, (unsigned long long)s->copies_appended,
 		(unsigned long long)s->copies_by_runtime, (unsigned long long)s->copies_failed,
 		(unsigned long long)s->stale_moved, (unsigned long long)s->exec_archived,

@@ -1,6 +1,6 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
-UNIT_TESTS := writer copy reader compact check safe_open replace
+UNIT_TESTS := writer copy reader compact check safe_open replace mapwatch
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -24,6 +24,13 @@ $(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $(AGENT_SHARED) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $< tests/unit/testutil.c \
 		$(AGENT_SHARED) $(LIBA) -lcmocka
+
+# The map index, with the agent pieces it reads (events and retention are stubbed in the test).
+MAPWATCH_SRCS := agent/mapwatch.c agent/proctab.c agent/mapfile.c agent/log.c
+$(O)/tests/test_mapwatch: $(MAPWATCH_SRCS)
+$(O)/tests/test_mapwatch: AGENT_SHARED += $(MAPWATCH_SRCS)
+$(O)/asan/test_mapwatch: $(MAPWATCH_SRCS)
+$(O)/asan/test_mapwatch: AGENT_SHARED += $(MAPWATCH_SRCS)
 
 # The library is compiled into each sanitized test, so it is checked too.
 $(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $(AGENT_SHARED) $(LIB_SRCS) $(LIB_HDRS)

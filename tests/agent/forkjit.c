@@ -7,7 +7,8 @@
  *
  *   forkjit [--dir DIR] [--entries N] [--children N] [--run-ms MS]
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
- *           [--startup-ms MS] [--hold-ms MS] [--print-pids] [--report] [--serial]
+ *           [--startup-ms MS] [--fork-delay-ms MS] [--hold-ms MS] [--print-pids]
+ *           [--report] [--serial]
  *           [--exec CMD ARGS...]
  *
  * Exit status: 0 when every child found its map complete (or none was asked
@@ -34,7 +35,7 @@
 struct opts {
 	const char *dir;
 	const char *prefix;
-	unsigned long entries, children, run_ms, wait_ms, startup_ms, hold_ms;
+	unsigned long entries, children, run_ms, wait_ms, startup_ms, fork_delay_ms, hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
 	int print_pids, report, serial;
 	char **exec_argv;
@@ -270,6 +271,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "startup-ms", required_argument, NULL, 's' },
 		{ "hold-ms", required_argument, NULL, 'H' },
+		{ "fork-delay-ms", required_argument, NULL, 'D' },
 		{ "print-pids", no_argument, NULL, 'P' },
 		{ "report", no_argument, NULL, 'R' },
 		{ "serial", no_argument, NULL, 'S' },
@@ -289,6 +291,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'p': o->prefix = optarg; break;
 		case 's': o->startup_ms = strtoul(optarg, NULL, 10); break;
 		case 'H': o->hold_ms = strtoul(optarg, NULL, 10); break;
+		case 'D': o->fork_delay_ms = strtoul(optarg, NULL, 10); break;
 		case 'P': o->print_pids = 1; break;
 		case 'R': o->report = 1; break;
 		case 'S': o->serial = 1; break;
@@ -346,6 +349,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forkjit: exec %s: %s\n", o.exec_argv[0], strerror(errno));
 		return 2;
 	}
+	sleep_ms(o.fork_delay_ms);  /* the map long written before the first fork */
 	if (pipe(pfd))
 		return 2;
 	lat = calloc(o.children + 1, sizeof(*lat));

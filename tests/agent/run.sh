@@ -329,6 +329,50 @@ test_lost_events() {
 	stop_agent || fail "lost_events: perfmapd exited non-zero"
 }
 
+
+# The index of which pids have a map (agent/mapwatch.c): lost inotify events
+# must cost only a directory listing, never a child's map.
+test_map_index() {
+	local d fj q old
+	d=$(new_map_dir)
+	# A queue of 16 events, set only while this agent creates its watch.
+	q=/proc/sys/fs/inotify/max_queued_events
+	old=$(cat $q)
+	echo 16 >$q
+	start_agent "$WORK/index.log" --map-dir "$d" --archive-dir "$WORK/archive-index"
+	fj=$?
+	echo "$old" >$q
+	[ $fj = 0 ] || { fail "map_index: perfmapd did not start"; return; }
+	[ "$(status_of "$d" map_index)" = exact ] ||
+		fail "map_index: status says '$(status_of "$d" map_index)' after start, not exact"
+	# While the agent is stopped, the queue fills up, then a JIT writes its
+	# map (a change the queue loses) and forks only after the agent is back.
+	kill -STOP "$AGENT_PID"
+	for q in $(seq 24); do : >"$d/junk.$q"; done
+	"$FORKJIT" --dir "$d" --entries 50 --children 20 --fork-delay-ms 2500 \
+		--wait-map-ms 10000 --prefix idx1 >"$WORK/index1.out" 2>&1 &
+	fj=$!
+	sleep 1
+	kill -CONT "$AGENT_PID"
+	if ! wait $fj; then
+		fail "map_index: the parent's map was made during an inotify overflow; children without its entries: $(head -3 "$WORK/index1.out")"
+	elif [ "$(status_of "$d" map_index_overflows)" -lt 1 ]; then
+		fail "map_index: no inotify overflow was provoked; the test proves nothing"
+	else
+		pass "map_index: a map made while the inotify queue overflowed still reached all 20 children"
+	fi
+	# Listed again, the index is exact and children are served from it.
+	wait_for 5 test "$(status_of "$d" map_index)" = exact ||
+		fail "map_index: the index stays '$(status_of "$d" map_index)' after the overflow"
+	if "$FORKJIT" --dir "$d" --entries 50 --children 20 --wait-map-ms 5000 \
+		--prefix idx2 >"$WORK/index2.out" 2>&1; then
+		pass "map_index: exact again after the listing; 20 more children got their maps"
+	else
+		fail "map_index: after the listing, children without maps: $(head -3 "$WORK/index2.out")"
+	fi
+	stop_agent || fail "map_index: perfmapd exited non-zero"
+}
+
 # kill -9 in the middle of forks; the restart catches up and corrupts nothing.
 test_restart() {
 	local d a pids=() i rc=0 sl stale_pid
@@ -396,7 +440,7 @@ test_instance() {
 	stop_agent || fail "instance: perfmapd exited non-zero"
 }
 
-ALL="instance fork_perf fork_storm runtime_races traps cpython exit_archive exec pid_reuse lost_events restart"
+ALL="instance fork_perf fork_storm runtime_races traps cpython exit_archive exec pid_reuse lost_events map_index restart"
 preflight
 for t in ${*:-$ALL}; do
 	say "== $t"

@@ -1,6 +1,7 @@
 /*
  * loadgen: the loads the agent benchmark measures with and without perfmapd.
- *   loadgen fork N      N times fork(), child _exit(0), waitpid(): forks per second
+ *   loadgen fork N      N times fork(), child _exit(0), waitpid(): forks per second,
+ *                       and the CPU time of loadgen and its children per fork in ns
  *   loadgen syscall N   N getppid() calls: ns per call
  *   loadgen hold N      N children that sleep until loadgen's stdin closes
  */
@@ -9,10 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static double cpu_s(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
 
 static double now_s(void)
 {
@@ -40,7 +51,8 @@ int main(int argc, char **argv)
 				_exit(0);
 			waitpid(pid, NULL, 0);
 		}
-		printf("%.0f\n", n / (now_s() - t0));
+		printf("%.0f %.0f\n", n / (now_s() - t0),
+		       (cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN)) * 1e9 / n);
 	} else if (!strcmp(argv[1], "syscall")) {
 		for (i = 0; i < n; i++)
 			syscall(SYS_getppid);

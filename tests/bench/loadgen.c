@@ -2,7 +2,7 @@
  * loadgen: the loads the agent benchmark measures with and without perfmapd.
  *   loadgen fork N      N times fork(), child _exit(0), waitpid(): forks per second,
  *                       and the CPU time of loadgen and its children per fork in ns
- *   loadgen syscall N   N getppid() calls: ns per call
+ *   loadgen syscall N   N getppid() calls: ns per call, by the clock and in CPU time
  *   loadgen hold N      N children that sleep until loadgen's stdin closes
  */
 #include <signal.h>
@@ -56,8 +56,10 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "syscall")) {
 		for (i = 0; i < n; i++)
 			syscall(SYS_getppid);
-		printf("%.2f\n", (now_s() - t0) * 1e9 / n);
+		printf("%.2f %.2f\n", (now_s() - t0) * 1e9 / n, cpu_s(RUSAGE_SELF) * 1e9 / n);
 	} else if (!strcmp(argv[1], "hold")) {
+		/* Its own process group: the kill(0) below is for its children only. */
+		setpgid(0, 0);
 		for (i = 0; i < n; i++) {
 			if (fork() == 0) {
 				prctl(PR_SET_PDEATHSIG, SIGKILL);

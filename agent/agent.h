@@ -12,6 +12,12 @@ struct events;
 struct instance;
 struct mapwatch;
 
+enum bpf_programs {
+	BPF_PROGS_AUTO,               /* tp_btf, else raw_tp */
+	BPF_PROGS_TP_BTF,
+	BPF_PROGS_RAW_TP,
+};
+
 struct agent_config {
 	const char *map_dir;          /* where runtimes write perf-<pid>.map */
 	const char *archive_dir;      /* compacted maps of exited processes */
@@ -20,6 +26,7 @@ struct agent_config {
 	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
 	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
 	unsigned int ringbuf_bytes;
+	enum bpf_programs bpf_programs;
 	bool dry_run;
 };
 

@@ -116,8 +116,10 @@ static int load(struct events *ev, bool btf, unsigned int ringbuf_bytes)
 	return 0;
 }
 
-struct events *events__open(struct agent *a, unsigned int ringbuf_bytes)
+struct events *events__open(struct agent *a)
 {
+	enum bpf_programs want = a->cfg.bpf_programs;
+	unsigned int ringbuf_bytes = a->cfg.ringbuf_bytes;
 	struct events *ev;
 	int err;
 
@@ -126,13 +128,18 @@ struct events *events__open(struct agent *a, unsigned int ringbuf_bytes)
 	if (!ev)
 		return NULL;
 	ev->agent = a;
-	err = load(ev, true, ringbuf_bytes);
-	if (err) {
-		pr_debug("bpf: tp_btf programs did not load (%s); trying raw_tp", strerror(-err));
+	if (want == BPF_PROGS_RAW_TP) {
 		err = load(ev, false, ringbuf_bytes);
+	} else {
+		err = load(ev, true, ringbuf_bytes);
+		if (err && want == BPF_PROGS_AUTO) {
+			pr_debug("bpf: tp_btf programs did not load (%s); trying raw_tp", strerror(-err));
+			err = load(ev, false, ringbuf_bytes);
+		}
 	}
 	if (err) {
-		pr_err("bpf: cannot load or attach the fork/exec/exit tracepoint programs: %s%s",
+		pr_err("bpf: cannot load or attach the fork/exec/exit tracepoint programs%s: %s%s",
+		       want == BPF_PROGS_TP_BTF ? " (tp_btf)" : want == BPF_PROGS_RAW_TP ? " (raw_tp)" : "",
 		       strerror(-err), err == -EPERM ?
 		       " (perfmapd needs root, or CAP_BPF and CAP_PERFMON)" :
 		       " (--log-level debug shows libbpf's reasons)");

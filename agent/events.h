@@ -8,8 +8,8 @@
 struct agent;
 struct events;
 
-/* Load and attach the BPF program; NULL with a message on failure. */
-struct events *events__open(struct agent *a, unsigned int ringbuf_bytes);
+/* Load and attach the BPF programs @a->cfg asks for; NULL with a message on failure. */
+struct events *events__open(struct agent *a);
 void events__free(struct events *ev);
 /* The ring buffer's epoll fd, for the agent's loop. */
 int events__fd(const struct events *ev);

@@ -49,6 +49,8 @@ static const char usage[] =
 	"  --dry-run                log what would be done; change no file\n"
 	"  --run-dir DIR            lock and status socket (/run/perfmapd)\n"
 	"  --ringbuf-size N         BPF ring buffer bytes, a power of 2 (1M)\n"
+	"  --bpf-programs KIND      auto, tp_btf or raw_tp: which tracepoint\n"
+	"                           programs to load (auto: tp_btf, else raw_tp)\n"
 	"  -h, --help, --version\n"
 	"\n"
 	"N takes a K, M or G suffix. `perfmapctl status` shows what it tracks.\n";
@@ -88,7 +90,7 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 {
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
-	       OPT_VERSION };
+	       OPT_BPF_PROGRAMS, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -99,6 +101,7 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "run-dir", required_argument, NULL, OPT_RUN_DIR },
 		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+		{ "bpf-programs", required_argument, NULL, OPT_BPF_PROGRAMS },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -142,6 +145,16 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 			if (parse_bytes(optarg, &v) || !is_pow2(v) || v < 4096 || v > (1u << 30))
 				goto bad_value;
 			cfg->ringbuf_bytes = (unsigned int)v;
+			break;
+		case OPT_BPF_PROGRAMS:
+			if (!strcmp(optarg, "auto"))
+				cfg->bpf_programs = BPF_PROGS_AUTO;
+			else if (!strcmp(optarg, "tp_btf"))
+				cfg->bpf_programs = BPF_PROGS_TP_BTF;
+			else if (!strcmp(optarg, "raw_tp"))
+				cfg->bpf_programs = BPF_PROGS_RAW_TP;
+			else
+				goto bad_value;
 			break;
 		case OPT_VERSION:
 			printf("perfmapd %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);
@@ -386,7 +399,7 @@ int main(int argc, char **argv)
 	err = proctab_init(&a.procs);
 	if (err)
 		goto free_instance;
-	a.events = events__open(&a, a.cfg.ringbuf_bytes);
+	a.events = events__open(&a);
 	if (!a.events) {
 		err = -errno;
 		goto free_procs;

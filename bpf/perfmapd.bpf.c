@@ -35,39 +35,62 @@ static __always_inline bool has_map(__u32 pid)
 
 /* Events lost because the ring buffer was full; the agent resyncs when it grows. */
 __u64 dropped = 0;
-/* Events sent, per type, for `perfmapctl status`. */
-__u64 sent[4] = {};
 
-/* Kernels before 5.5 named the field real_start_time. */
+/*
+ * R(direct, src, a, b, ...) reads the field chain src->a->b. tp_btf programs
+ * get BTF-typed pointers and read them with plain loads, which the verifier
+ * makes fault-safe; raw_tp programs have untyped pointers and must call
+ * bpf_probe_read_kernel(), about 80 ns a call on a VM. Every function below
+ * is inlined into each program with @direct a constant, so each program
+ * keeps only its own kind of read.
+ */
+#define R_ARROW1(s, a) (s)->a
+#define R_ARROW2(s, a, b) (s)->a->b
+#define R_ARROW3(s, a, b, c) (s)->a->b->c
+#define R_PICK(_1, _2, _3, n, ...) n
+#define R_ARROW(s, ...) R_PICK(__VA_ARGS__, R_ARROW3, R_ARROW2, R_ARROW1)(s, __VA_ARGS__)
+#define R(direct, s, ...) ((direct) ? R_ARROW(s, __VA_ARGS__) : BPF_CORE_READ(s, __VA_ARGS__))
+
+/* Kernels before 5.5 named the field real_start_time (and have no tp_btf). */
 struct task_struct___pre55 {
 	u64 real_start_time;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u64 task_start_ns(struct task_struct *t)
+static __always_inline __u64 task_start_ns(struct task_struct *t, bool direct)
 {
 	struct task_struct___pre55 *old = (void *)t;
 
 	if (bpf_core_field_exists(t->start_boottime))
-		return BPF_CORE_READ(t, start_boottime);
+		return R(direct, t, start_boottime);
 	return BPF_CORE_READ(old, real_start_time);
 }
 
-/* The pid namespace the task lives in: the last level of its struct pid. */
-static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event *e)
+/*
+ * The pid namespace the task lives in: the last level of its struct pid.
+ * The level indexes an array, which only a probe read may do; level 0 (the
+ * host's namespace, most processes) is a constant index, read directly.
+ */
+static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event *e, bool direct)
 {
-	struct pid *pid = BPF_CORE_READ(t, group_leader, thread_pid);
-	unsigned int level = BPF_CORE_READ(pid, level);
+	struct pid *pid = R(direct, t, group_leader, thread_pid);
+	unsigned int level = R(direct, pid, level);
 	struct upid up;
 
-	bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
-	e->ns_tgid = up.nr;
-	e->pid_ns = BPF_CORE_READ(up.ns, ns.inum);
-	e->mnt_ns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+	if (direct && level == 0) {
+		e->ns_tgid = pid->numbers[0].nr;
+		e->pid_ns = pid->numbers[0].ns->ns.inum;
+	} else {
+		bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
+		e->ns_tgid = up.nr;
+		e->pid_ns = BPF_CORE_READ(up.ns, ns.inum);
+	}
+	e->mnt_ns = R(direct, t, nsproxy, mnt_ns, ns.inum);
 }
 
 static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
-				struct task_struct *parent, bool urgent)
+				struct task_struct *parent, bool urgent, bool direct)
 {
+	struct task_struct *leader = R(direct, t, group_leader);
 	struct perfmapd_event *e;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -78,48 +101,51 @@ static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
 	e->type = type;
 	e->flags = flags;
 	e->ts_ns = bpf_ktime_get_boot_ns();
-	e->tgid = BPF_CORE_READ(t, tgid);
-	e->uid = BPF_CORE_READ(t, cred, euid.val);
-	e->gid = BPF_CORE_READ(t, cred, egid.val);
-	e->start_ns = task_start_ns(BPF_CORE_READ(t, group_leader));
+	e->tgid = R(direct, t, tgid);
+	e->uid = R(direct, t, cred, euid.val);
+	e->gid = R(direct, t, cred, egid.val);
+	e->start_ns = task_start_ns(leader, direct);
 	e->pad = 0;
-	task_ns(t, e);
+	task_ns(t, e, direct);
 	if (parent) {
-		e->ptgid = BPF_CORE_READ(parent, tgid);
-		e->pstart_ns = task_start_ns(BPF_CORE_READ(parent, group_leader));
+		e->ptgid = R(direct, parent, tgid);
+		e->pstart_ns = task_start_ns(R(direct, parent, group_leader), direct);
 	} else {
 		e->ptgid = 0;
 		e->pstart_ns = 0;
 	}
-	BPF_CORE_READ_STR_INTO(&e->comm, t, group_leader, comm);
+	/* The agent ends the name itself: a rename racing with this copy only garbles it. */
+	if (direct)
+		__builtin_memcpy(e->comm, leader->comm, sizeof(e->comm));
+	else
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), &leader->comm);
 	/*
 	 * Forced: the default wakes the agent only when it has read everything
 	 * before, which is never the case behind events left without a wake-up.
 	 */
 	bpf_ringbuf_submit(e, urgent ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
-	if (type < 4)
-		__sync_fetch_and_add(&sent[type], 1);
 	return 0;
 }
 
-static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child,
+				   bool direct)
 {
 	__u32 flags = 0;
 
 	/* A new thread joins its creator's group: not a new process. */
-	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+	if (R(direct, child, pid) != R(direct, child, tgid))
 		return 0;
-	if (BPF_CORE_READ(child, vfork_done))
+	if (R(direct, child, vfork_done))
 		flags |= PERFMAPD_EVF_VFORK;
 	return emit(child, PERFMAPD_EV_FORK, flags, parent,
-		    has_map(BPF_CORE_READ(parent, tgid)) || has_map(BPF_CORE_READ(child, tgid)));
+		    has_map(R(direct, parent, tgid)) || has_map(R(direct, child, tgid)), direct);
 }
 
-static __always_inline int on_exec(struct task_struct *t)
+static __always_inline int on_exec(struct task_struct *t, bool direct)
 {
-	bool mapped = has_map(BPF_CORE_READ(t, tgid));
+	bool mapped = has_map(R(direct, t, tgid));
 
-	return emit(t, PERFMAPD_EV_EXEC, mapped ? PERFMAPD_EVF_MAPPED : 0, NULL, mapped);
+	return emit(t, PERFMAPD_EV_EXEC, mapped ? PERFMAPD_EVF_MAPPED : 0, NULL, mapped, direct);
 }
 
 /*
@@ -127,14 +153,15 @@ static __always_inline int on_exec(struct task_struct *t)
  * pid == tgid does (the leader may exit first). 6.16 passes group_dead;
  * before that, do_exit() has already counted this thread out of signal->live.
  */
-static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool has_arg)
+static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool has_arg,
+				   bool direct)
 {
 	if (!has_arg)
-		group_dead = BPF_CORE_READ(t, signal, live.counter) == 0;
+		group_dead = R(direct, t, signal, live.counter) == 0;
 	if (!group_dead)
 		return 0;
 	/* A map outlives its process by the retention: its exit is never urgent. */
-	return emit(t, PERFMAPD_EV_EXIT, 0, NULL, false);
+	return emit(t, PERFMAPD_EV_EXIT, 0, NULL, false, direct);
 }
 
 #define HAS_GROUP_DEAD \
@@ -144,13 +171,13 @@ static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, true);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(btf_exec, struct task_struct *p)
 {
-	return on_exec(p);
+	return on_exec(p, true);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -159,20 +186,20 @@ int btf_exit(unsigned long long *ctx)
 	struct task_struct *p = (void *)ctx[0];
 	bool has = HAS_GROUP_DEAD;
 
-	return on_exit(p, has ? (bool)ctx[1] : false, has);
+	return on_exit(p, has ? (bool)ctx[1] : false, has, true);
 }
 
 /* Raw tracepoints: the fallback where tp_btf does not load; no tracefs either. */
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
 {
-	return on_fork(parent, child);
+	return on_fork(parent, child, false);
 }
 
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(raw_exec, struct task_struct *p)
 {
-	return on_exec(p);
+	return on_exec(p, false);
 }
 
 SEC("raw_tp/sched_process_exit")
@@ -181,5 +208,5 @@ int raw_exit(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *p = (void *)ctx->args[0];
 	bool has = HAS_GROUP_DEAD;
 
-	return on_exit(p, has ? (bool)ctx->args[1] : false, has);
+	return on_exit(p, has ? (bool)ctx->args[1] : false, has, false);
 }

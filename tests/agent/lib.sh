@@ -25,7 +25,7 @@ start_agent() {
 	shift
 	"$BUILD/perfmapd" "$@" >"$AGENT_LOG" 2>&1 &
 	AGENT_PID=$!
-	if ! wait_for 20 grep -q "perfmapd: tracking" "$AGENT_LOG"; then
+	if ! wait_for 20 grep -qs "perfmapd: tracking" "$AGENT_LOG"; then
 		say "perfmapd did not start; its log:"
 		sed 's/^/    /' "$AGENT_LOG"
 		kill -9 "$AGENT_PID" 2>/dev/null

@@ -330,6 +330,42 @@ test_lost_events() {
 }
 
 
+
+# Both program kinds (tp_btf reads kernel memory directly, raw_tp through
+# probe reads) see host forks, and tell processes in another pid and mount
+# namespace apart, whose maps are not the map directory's to copy.
+test_bpf_kinds() {
+	local d kind n foreign maps
+	for kind in tp_btf raw_tp; do
+		d=$(new_map_dir)
+		start_agent "$WORK/kind-$kind.log" --map-dir "$d" --archive-dir "$WORK/archive-kind-$kind" \
+			--bpf-programs "$kind" || { fail "bpf_kinds: perfmapd --bpf-programs $kind did not start"; continue; }
+		[ "$(status_of "$d" bpf)" = "$kind" ] ||
+			fail "bpf_kinds: asked for $kind, status says '$(status_of "$d" bpf)'"
+		if "$FORKJIT" --dir "$d" --entries 100 --children 10 --wait-map-ms 5000 \
+			--prefix "kind_$kind" >"$WORK/kind-$kind.out" 2>&1; then
+			pass "bpf_kinds: $kind: 10 children got their parent's entries"
+		else
+			fail "bpf_kinds: $kind: children without maps: $(head -3 "$WORK/kind-$kind.out")"
+		fi
+		# A JIT in its own pid namespace (pid 1 there) with 3 children: only
+		# the pid namespace, read from struct pid, tells it apart.
+		foreign=$(status_of "$d" foreign_namespace_processes)
+		maps=$(cd "$d" && ls perf-*.map | wc -l)
+		unshare --pid --fork "$FORKJIT" --dir "$d" --entries 10 --children 3 \
+			--prefix "ns_$kind" >"$WORK/kind-ns-$kind.out" 2>&1
+		wait_for 2 test "$(status_of "$d" foreign_namespace_processes)" -ge $((foreign + 4))
+		n=$(status_of "$d" foreign_namespace_processes)
+		if [ "$n" -ge $((foreign + 4)) ] && [ "$(status_of "$d" copies_created)" = 10 ] &&
+			[ "$(cd "$d" && ls perf-*.map | grep -cv '^perf-1\.map$')" = "$maps" ]; then
+			pass "bpf_kinds: $kind: $((n - foreign)) processes in another pid namespace seen and left alone"
+		else
+			fail "bpf_kinds: $kind: namespaced JIT: foreign $foreign -> $n, copies $(status_of "$d" copies_created), maps $maps -> $(cd "$d" && ls | tr '\n' ' ')"
+		fi
+		stop_agent || fail "bpf_kinds: $kind: perfmapd exited non-zero"
+	done
+}
+
 # The index of which pids have a map (agent/mapwatch.c): lost inotify events
 # must cost only a directory listing, never a child's map.
 test_map_index() {
@@ -440,7 +476,7 @@ test_instance() {
 	stop_agent || fail "instance: perfmapd exited non-zero"
 }
 
-ALL="instance fork_perf fork_storm runtime_races traps cpython exit_archive exec pid_reuse lost_events map_index restart"
+ALL="instance bpf_kinds fork_perf fork_storm runtime_races traps cpython exit_archive exec pid_reuse lost_events map_index restart"
 preflight
 for t in ${*:-$ALL}; do
 	say "== $t"

@@ -19,7 +19,6 @@
 #include "events.h"
 #include "instance.h"
 #include "log.h"
-#include "mapfile.h"
 #include "mapwatch.h"
 #include "perfmap.h"
 #include "policy.h"

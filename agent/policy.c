@@ -173,10 +173,10 @@ void policy_fork(struct agent *a, const struct proc_event *ev)
 			 (int)ev->ptgid, (int)ev->tgid, p->comm);
 		return;
 	}
-	if (mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns)) {
-		retain_evict_pid(a, ev->tgid);
+	/* Even if its file is gone: the entry must not outlive its pid. */
+	retain_evict_pid(a, ev->tgid);
+	if (mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns))
 		clear_stale(a, ev->tgid, ev->start_ns, "fork");
-	}
 	/* A vfork child shares the parent's memory only until it execs. */
 	if (ev->flags & (PERFMAPD_EVF_VFORK | POLICY_TRACK_ONLY))
 		return;

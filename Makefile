@@ -30,26 +30,35 @@ SOVERSION := 0
 CFLAGS ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wundef
-BASE_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -pthread \
-	-Iperfmap/include -Iperfmap -Iagent
+# Each object's header dependencies, from the compiler (-MMD -MP).
+BASE_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -pthread -MMD -MP
+# A room per product: the library sees its internals; the tools see only its
+# public header and perfmap_tools.h, the interface it offers them.
+LIB_INCLUDES := -Iperfmap/include -Iperfmap
+AGENT_INCLUDES := -Iperfmap/include -Iagent -Ibpf -I$(O)/bpf
+CTL_INCLUDES := -Iperfmap/include -Ictl
 # Only the PERFMAP_API functions leave the shared library.
 LIB_CFLAGS := -fPIC -fvisibility=hidden
 
+# Quiet by default; V=1 shows every command.
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
 LIB_SRCS := $(wildcard perfmap/*.c)
-LIB_HDRS := $(wildcard perfmap/*.h perfmap/include/*.h)
-# What perfmapctl and perfmapd share.
-AGENT_COMMON := agent/compact.c agent/replace.c agent/writers.c agent/units.c \
-	agent/runpaths.c
-CTL_SRCS := agent/perfmapctl.c agent/ctl_check.c agent/ctl_compact.c \
-	agent/ctl_status.c $(AGENT_COMMON)
-AGENTD_SRCS := agent/perfmapd.c agent/events.c agent/policy.c agent/mapfile.c agent/mapwatch.c \
-	agent/archive.c agent/scan.c agent/proctab.c agent/procfs.c \
-	agent/instance.c agent/status.c agent/log.c $(AGENT_COMMON)
-AGENT_HDRS := $(wildcard agent/*.h) bpf/perfmapd_event.h
+CTL_SRCS := $(wildcard ctl/*.c)
+AGENTD_SRCS := $(wildcard agent/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(O)/obj/%.o)
 AGENTD_OBJS := $(AGENTD_SRCS:%.c=$(O)/obj/%.o)
+# perfmapctl --json writes through json-c (see scripts/deps.sh for why).
+JSON_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
+JSON_LIBS := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
 
 # BPF: vmlinux.h from the running kernel's BTF, CO-RE object, skeleton.
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
@@ -76,39 +85,55 @@ lib: $(LIBA) $(LIBSO) $(PC)
 deps:
 	@sh scripts/deps.sh
 
-$(O)/obj/perfmap/%.o: perfmap/%.c $(LIB_HDRS)
+$(O)/obj/perfmap/%.o: perfmap/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(LIB_INCLUDES) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
 
-$(O)/obj/agent/%.o: agent/%.c $(LIB_HDRS) $(AGENT_HDRS)
+$(O)/obj/agent/%.o: agent/%.c
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Ibpf -I$(BPF_DIR) $(CFLAGS) -c $< -o $@
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CFLAGS) -c $< -o $@
 
+$(O)/obj/ctl/%.o: ctl/%.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) $(CFLAGS) -c $< -o $@
+
+# The skeleton is generated: events.c needs it before its first compile.
 $(O)/obj/agent/events.o: $(BPF_SKEL)
+
+-include $(LIB_OBJS:.o=.d) $(CTL_OBJS:.o=.d) $(AGENTD_OBJS:.o=.d)
 
 $(VMLINUX_H):
 	@mkdir -p $(@D)
 	@test -r $(VMLINUX_BTF) || { echo "perfmapd: $(VMLINUX_BTF) missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF)" >&2; exit 1; }
-	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp
-	mv $@.tmp $@
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp
+	$(Q)mv $@.tmp $@
 
 $(BPF_OBJ): bpf/perfmapd.bpf.c bpf/perfmapd_event.h $(VMLINUX_H)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 		-I$(BPF_DIR) -Ibpf -c $< -o $@
 
 $(BPF_SKEL): $(BPF_OBJ)
-	$(BPFTOOL) gen skeleton $< name perfmapd_bpf > $@.tmp
-	mv $@.tmp $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name perfmapd_bpf > $@.tmp
+	$(Q)mv $@.tmp $@
 
 $(AGENTD): $(AGENTD_OBJS) $(LIBA)
-	$(CC) -pthread $(LDFLAGS) -o $@ $(AGENTD_OBJS) $(LIBA) $(AGENTD_LIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(AGENTD_OBJS) $(LIBA) $(AGENTD_LIBS)
 
 $(LIBA): $(LIB_OBJS)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 $(LIBSO_REAL): $(LIB_OBJS) perfmap/libperfmap.map
-	$(CC) -shared -pthread -Wl,-soname,libperfmap.so.$(SOVERSION) \
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libperfmap.so.$(SOVERSION) \
 		-Wl,--version-script=perfmap/libperfmap.map -Wl,-z,defs \
 		$(LDFLAGS) -o $@ $(LIB_OBJS)
 
@@ -125,7 +150,8 @@ $(PC): perfmap/perfmap.pc.in Makefile
 
 # Tools link the static library: one self-contained binary per host.
 $(CTL): $(CTL_OBJS) $(LIBA)
-	$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(LIBA)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(LIBA) $(JSON_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \

@@ -1,66 +1,56 @@
-/* Exited processes' maps: kept in place for --retention, then compacted into the archive. */
+/*
+ * The archive: maps moved out of the map directory, compacted into
+ * --archive-dir under --archive-max-bytes. The move is done at once; the
+ * compaction and the quota in a worker thread.
+ */
 #ifndef PERFMAPD_ARCHIVE_H
 #define PERFMAPD_ARCHIVE_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
-struct agent;
+#include "policy.h"
 
-enum archive_reason {
-	ARCHIVE_EXIT,             /* retention over */
-	ARCHIVE_EXEC,             /* the image that wrote it is gone */
-	ARCHIVE_STALE,            /* an earlier holder of the pid wrote it */
-	ARCHIVE_DROP,             /* only our copy, never written: delete instead */
-};
-
-struct retained {
-	pid_t pid;
-	uint64_t start_ticks;     /* 0: unknown (found on disk without its process) */
-	int reason;               /* enum archive_reason */
-	unsigned int tries;       /* ARCHIVE_EXEC: attempts left while busy */
-	dev_t dev;                /* the map as it was at the exit */
-	ino_t ino;
-	uint64_t deadline_ns;     /* CLOCK_MONOTONIC */
-};
-
-/* Create or check the archive directory (ours, writable by nobody else); start the worker. */
-int archive_init(struct agent *a);
-/* Stop the worker after the map in hand; queued ones stay staged for the next start. */
-void archive_fini(void);
-
-/* Keep the map of exited @pid at its path until @deadline_ns, then archive it. */
-void retain_add(struct agent *a, pid_t pid, uint64_t start_ticks, const struct stat *st,
-		uint64_t deadline_ns);
-/*
- * Move the exec'd @pid's old map a little later: the exec closed the old
- * image's fd, but the kernel finishes closing it only as the task returns
- * to user space, and until then the map still counts as open for writing.
- */
-void retain_retry_exec(struct agent *a, pid_t pid, uint64_t start_ticks,
-		       const struct stat *st, int reason);
-bool retain_has(struct agent *a, pid_t pid);
-/* A new process has @pid: archive its predecessor's map now, before it appends. */
-void retain_evict_pid(struct agent *a, pid_t pid);
-/* Archive every retained map whose time has come. */
-void retain_expire(struct agent *a);
-
-
-/*
- * Move the map of @pid out of its path (never under a writer: -EBUSY), then
- * compact it into the archive as perf-<pid>-<start>[-<reason>].map.
- * @expect, when given, must still be the file at the path (-ESTALE).
- */
-int archive_map(struct agent *a, pid_t pid, uint64_t start_ticks,
-		enum archive_reason why, const struct stat *expect);
-/* Finish moves a crash interrupted: staged maps left in the map directory. */
-void archive_staged(struct agent *a, const char *name);
-/* Staged name prefix in the map directory. */
+/* Staged name prefix in the map directory: ".perfmapd.<archive name>". */
 #define ARCHIVE_STAGE_PREFIX ".perfmapd."
 
-/* Archive size now, for status. */
-void archive_usage(struct agent *a, uint64_t *files, uint64_t *bytes);
+struct archive_config {
+	const char *map_dir;
+	int map_dir_fd;
+	const char *dir;              /* --archive-dir */
+	uint64_t max_bytes;           /* the quota; the maps written longest ago go first */
+	uint64_t max_map_bytes;       /* larger maps are not compacted */
+};
+
+/* Counted by the worker; read at any time. */
+struct archive_stats {
+	uint64_t archived;
+	uint64_t evicted;
+	uint64_t failed;              /* left staged in the map directory */
+};
+
+struct archive;
+
+/* Create or check the directory (ours, writable by nobody else) and start the worker. */
+struct archive *archive__open(const struct archive_config *cfg);
+/* Stop the worker after the map in hand; queued ones stay staged for the next start. */
+void archive__free(struct archive *ar);
+
+/*
+ * Move the map at @pid's path, which must be (@dev, @ino) (-ESTALE), out of
+ * the map directory, never under a writer (-EBUSY), then have it compacted
+ * into the archive as perf-<pid>-<start>[-<reason>].map; ARCHIVE_DROP
+ * deletes it instead.
+ */
+int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		  dev_t dev, ino_t ino);
+/* Finish a move a crash interrupted: @name is a staged map in the map directory. */
+void archive__finish_staged(struct archive *ar, const char *name);
+/* Wait until every queued map is stored. */
+void archive__flush(struct archive *ar);
+
+void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes);
+void archive__stats(struct archive *ar, struct archive_stats *out);
 
 #endif /* PERFMAPD_ARCHIVE_H */

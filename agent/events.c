@@ -13,18 +13,21 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
-#include "agent.h"
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "perfmapd.skel.h"
 #include "perfmapd_event.h"
-#include "policy.h"
+#include "procfs.h"
 
 struct events {
-	struct agent *agent;
+	events_fn fn;
+	void *ctx;
 	struct perfmapd_bpf *skel;
 	struct ring_buffer *rb;
 	const char *kind;
+	uint64_t self_mnt_ns, self_pid_ns;
+	uint64_t received[4];
 };
 
 /* libbpf's messages, at debug level: a failure is summed up by our own error line. */
@@ -48,42 +51,34 @@ static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct events *ev = ctx;
 	const struct perfmapd_event *e = data;
-	struct agent *a = ev->agent;
-	struct proc_event pe;
+	uint64_t tick = clock_tick_ns();
+	struct policy_event pe;
 
 	if (len < sizeof(*e) || e->type < PERFMAPD_EV_FORK || e->type > PERFMAPD_EV_EXIT)
 		return 0;
 	memset(&pe, 0, sizeof(pe));
-	pe.type = e->type;
-	pe.flags = e->flags;
-	pe.tgid = e->tgid;
-	pe.ptgid = e->ptgid;
-	pe.start_ns = e->start_ns;
-	pe.pstart_ns = e->pstart_ns;
-	pe.ts_ns = e->ts_ns;
+	pe.type = e->type;  /* POLICY_EV_FORK, _EXEC and _EXIT have the same values */
+	if (e->flags & PERFMAPD_EVF_VFORK)
+		pe.flags |= POLICY_EVF_VFORK;
+	/* Another mount or pid namespace: its /tmp and its pids are not the map directory's. */
+	if (e->mnt_ns != ev->self_mnt_ns || e->pid_ns != ev->self_pid_ns)
+		pe.flags |= POLICY_EVF_FOREIGN;
+	pe.pid = e->tgid;
+	pe.ppid = e->ptgid;
+	pe.start_ticks = e->start_ns / tick;
+	pe.start = span_at(e->start_ns);
+	pe.pstart = span_at(e->pstart_ns);
+	pe.at = span_at(e->ts_ns);
 	pe.uid = e->uid;
 	pe.gid = e->gid;
-	pe.mnt_ns = e->mnt_ns;
-	pe.pid_ns = e->pid_ns;
 	memcpy(pe.comm, e->comm, sizeof(pe.comm));
-	pe.comm[sizeof(pe.comm) - 1] = '\0';
-	a->stats.events[e->type]++;
+	log_printable(pe.comm, sizeof(pe.comm));
+	ev->received[e->type]++;
 	pr_debug("event %s %d (%s) parent %d start %llu uid %u mnt_ns %u pid_ns %u%s",
 		 e->type == PERFMAPD_EV_FORK ? "fork" : e->type == PERFMAPD_EV_EXEC ? "exec" : "exit",
 		 (int)e->tgid, pe.comm, (int)e->ptgid, (unsigned long long)e->start_ns,
 		 e->uid, e->mnt_ns, e->pid_ns, e->flags & PERFMAPD_EVF_VFORK ? " vfork" : "");
-
-	switch (e->type) {
-	case PERFMAPD_EV_FORK:
-		policy_fork(a, &pe);
-		break;
-	case PERFMAPD_EV_EXEC:
-		policy_exec(a, &pe);
-		break;
-	case PERFMAPD_EV_EXIT:
-		policy_exit(a, &pe);
-		break;
-	}
+	ev->fn(ev->ctx, &pe);
 	return 0;
 }
 
@@ -116,10 +111,10 @@ static int load(struct events *ev, bool btf, unsigned int ringbuf_bytes)
 	return 0;
 }
 
-struct events *events__open(struct agent *a)
+struct events *events__open(const struct events_config *cfg, events_fn fn, void *ctx)
 {
-	enum bpf_programs want = a->cfg.bpf_programs;
-	unsigned int ringbuf_bytes = a->cfg.ringbuf_bytes;
+	enum bpf_programs want = cfg->programs;
+	unsigned int ringbuf_bytes = cfg->ringbuf_bytes;
 	struct events *ev;
 	int err;
 
@@ -127,7 +122,10 @@ struct events *events__open(struct agent *a)
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return NULL;
-	ev->agent = a;
+	ev->fn = fn;
+	ev->ctx = ctx;
+	ev->self_mnt_ns = procfs_ns(0, "mnt");
+	ev->self_pid_ns = procfs_ns(0, "pid");
 	if (want == BPF_PROGS_RAW_TP) {
 		err = load(ev, false, ringbuf_bytes);
 	} else {
@@ -185,7 +183,21 @@ uint64_t events__dropped(const struct events *ev)
 	return __atomic_load_n(&ev->skel->bss->dropped, __ATOMIC_RELAXED);
 }
 
-void events__set_mapped(struct events *ev, int pid, bool mapped)
+uint64_t events__received(const struct events *ev, unsigned int type)
+{
+	return type < 4 ? ev->received[type] : 0;
+}
+
+bool events__execd_since(const struct events *ev, pid_t pid, uint64_t since_ns)
+{
+	__u32 key = (__u32)pid;
+	__u64 when;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(ev->skel->maps.execs), &key, &when) &&
+	       when >= since_ns;
+}
+
+void events__set_mapped(struct events *ev, pid_t pid, bool mapped)
 {
 	__u32 key = (__u32)pid;
 	__u8 one = 1;

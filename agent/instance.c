@@ -17,9 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "instance.h"
 #include "log.h"
+#include "perfmap_tools.h"
 
 struct instance {
 	int lock_fd;
@@ -70,7 +70,7 @@ static int listen_status(struct instance *inst)
 	return 0;
 }
 
-struct instance *instance__open(struct agent *a)
+struct instance *instance__open(const char *run_dir, const char *map_dir)
 {
 	struct instance *inst = calloc(1, sizeof(*inst));
 	char sock[PATH_MAX];
@@ -79,18 +79,18 @@ struct instance *instance__open(struct agent *a)
 	if (!inst)
 		return NULL;
 	inst->lock_fd = inst->sock_fd = -1;
-	if (mkdir(a->cfg.run_dir, 0755) && errno != EEXIST) {
-		pr_err("run directory %s: %s", a->cfg.run_dir, strerror(errno));
+	if (mkdir(run_dir, 0755) && errno != EEXIST) {
+		pr_err("run directory %s: %s", run_dir, strerror(errno));
 		goto free_inst;
 	}
-	err = instance_paths(a->cfg.run_dir, a->cfg.map_dir, inst->lock_path, sock,
+	err = perfmap__run_paths(run_dir, map_dir, inst->lock_path, sock,
 			     sizeof(inst->lock_path));
 	if (err) {
-		pr_err("map directory %s: %s", a->cfg.map_dir, strerror(-err));
+		pr_err("map directory %s: %s", map_dir, strerror(-err));
 		goto free_inst;
 	}
-	memcpy(inst->sock_path, sock, strlen(sock) + 1);  /* fits: instance_paths checked */
-	if (take_lock(inst, a->cfg.map_dir) || listen_status(inst))
+	memcpy(inst->sock_path, sock, strlen(sock) + 1);  /* fits: perfmap__run_paths checked */
+	if (take_lock(inst, map_dir) || listen_status(inst))
 		goto free_inst;
 	return inst;
 
@@ -118,16 +118,13 @@ int instance__fd(const struct instance *inst)
 	return inst->sock_fd;
 }
 
-void instance__serve(struct instance *inst, struct agent *a)
+void instance__serve(struct instance *inst, const char *text, size_t len)
 {
-	char buf[4096];
-	size_t n;
 	int fd;
 
 	while ((fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		n = status_format(a, buf, sizeof(buf));
 		/* A small report into a fresh socket buffer: one write, never blocks long. */
-		if (write(fd, buf, n) < 0)
+		if (write(fd, text, len) < 0)
 			pr_debug("status: %s", strerror(errno));
 		close(fd);
 	}

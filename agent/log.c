@@ -44,3 +44,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
 }
+
+void log_printable(char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && s[i]; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			s[i] = '?';
+	if (len)
+		s[len - 1] = '\0';
+}

@@ -12,87 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "internal.h"
-#include "log.h"
+#include "clock.h"
 #include "mapfile.h"
-#include "perfmap.h"
+#include "mapname.h"
+#include "perfmap_tools.h"
 
 #define COPY_READ_BUF (256u << 10)
 #define COPY_OUT_BUF (64u << 10)
-
-void mapfile_name(pid_t pid, char *buf, size_t len)
-{
-	snprintf(buf, len, "perf-%d.map", (int)pid);
-}
-
-bool mapfile_pid(const char *name, pid_t *pid)
-{
-	char *end;
-	long v;
-
-	if (strncmp(name, "perf-", 5))
-		return false;
-	v = strtol(name + 5, &end, 10);
-	if (end == name + 5 || strcmp(end, ".map") || v <= 0 || v > 0x7fffffff)
-		return false;
-	*pid = (pid_t)v;
-	return true;
-}
-
-int mapfile_stat(const struct agent *a, pid_t pid, struct stat *st)
-{
-	char name[32];
-
-	mapfile_name(pid, name, sizeof(name));
-	return fstatat(a->map_dir_fd, name, st, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-}
-
-/*
- * File times come from the coarse clock (up to a jiffy behind) and /proc
- * start times are whole ticks: a map written just after its process started
- * can look older than it. Only a map older by more than both counts as an
- * earlier process's; a pid reused within that slack is caught by its exit
- * event instead (archive.c, retain_evict_pid).
- */
-#define STALE_SLACK_NS (20 * 1000000LL)
-
-bool mapfile_older_than(const struct stat *st, int64_t start_real_ns)
-{
-	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-
-	return mtime + STALE_SLACK_NS < start_real_ns;
-}
-
-int64_t mapfile_mtime_ns(const struct stat *st)
-{
-	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
-/* Hardened open of a map in the map directory: no symlink, FIFO, device or hard link. */
-static int open_map(struct agent *a, const char *name, int flags, uid_t owner,
-		    struct stat *st)
-{
-	int pfd, fd, err;
-
-	pfd = openat(a->map_dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, st)) {
-		err = -errno;
-		goto close_pfd;
-	}
-	err = perfmap__check_map_inode(st, true, owner, a->cfg.max_map_bytes);
-	if (err)
-		goto close_pfd;
-	fd = perfmap__reopen_fd(pfd, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	close(pfd);
-	return fd;
-
-close_pfd:
-	close(pfd);
-	return err;
-}
 
 /* The first entry of a map, for telling a runtime's own copy of the parent's entries. */
 static bool first_entry(int fd, char *buf, size_t cap, struct perfmap_record *rec)
@@ -207,31 +133,69 @@ static long count_lines(int fd, off_t len)
 	return lines;
 }
 
-/* Link an open O_TMPFILE at @name; EEXIST when anything is there. */
-static int link_tmpfile(struct agent *a, int fd, const char *name)
+/* Link an open O_TMPFILE at @name; -EEXIST when anything is there. */
+static int link_tmpfile(int dirfd, int fd, const char *name)
 {
 	char proc[64];
 
-	if (!linkat(fd, "", a->map_dir_fd, name, AT_EMPTY_PATH))
+	if (!linkat(fd, "", dirfd, name, AT_EMPTY_PATH))
 		return 0;
 	if (errno != ENOENT && errno != EPERM)
 		return -errno;
 	/* Without CAP_DAC_READ_SEARCH, AT_EMPTY_PATH is refused: go through /proc. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return linkat(AT_FDCWD, proc, a->map_dir_fd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
 }
 
-static int create_copy(struct agent *a, const struct copy_req *rq, int parent_fd,
-		       uint64_t limit, const char *name, struct copy_result *res)
+static void map_info_of(const struct stat *st, struct span born, struct map_info *mi)
 {
-	struct stat st;
-	off_t copied;
-	int fd, err;
+	mi->dev = st->st_dev;
+	mi->ino = st->st_ino;
+	mi->size = st->st_size;
+	mi->uid = st->st_uid;
+	mi->born = born;
+}
 
-	fd = openat(a->map_dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+/* The parent's map, hardened, and still the file the policy judged. */
+static int open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
+		       struct stat *st, struct copy_result *res)
+{
+	PERFMAP_OPTS(perfmap_open_opts, oopts, .check_owner = true, .owner = rq->uid,
+		     .max_bytes = max_bytes);
+	char name[32];
+	int fd;
+
+	map_name(rq->parent, name, sizeof(name));
+	fd = perfmap__open_map_at(dirfd, name, O_RDONLY, &oopts, st);
 	if (fd < 0) {
+		res->why = perfmap_open_strerror(fd);
+		res->refused = true;
+		return fd;
+	}
+	if (st->st_dev != rq->parent_map->dev || st->st_ino != rq->parent_map->ino) {
+		close(fd);
+		return -EAGAIN;
+	}
+	return fd;
+}
+
+int mapfile_create(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
+		   struct copy_result *res)
+{
+	uint64_t t0 = clock_mono_ns(), linked_lo;
+	struct stat pst, st;
+	char name[32];
+	off_t copied;
+	int pfd, fd, err;
+
+	pfd = open_parent(dirfd, rq, max_bytes, &pst, res);
+	if (pfd < 0)
+		return pfd;
+	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
 		res->why = "cannot be made: no unnamed file (O_TMPFILE) in the map directory";
-		return -errno;
+		goto close_parent;
 	}
 	/* The child's runtime must be able to append to it, and nobody else to read it. */
 	if (fchown(fd, rq->uid, rq->gid) || fchmod(fd, 0600)) {
@@ -239,48 +203,60 @@ static int create_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 		res->why = "cannot be given to the child's uid";
 		goto close_fd;
 	}
-	copied = copy_raw(parent_fd, limit, fd);
+	/* Whole lines up to the size now: the parent may be appending as we read. */
+	copied = copy_raw(pfd, pst.st_size, fd);
 	if (copied < 0) {
 		err = (int)copied;
 		res->why = "cannot be filled with the parent's entries";
 		goto close_fd;
 	}
-	err = link_tmpfile(a, fd, name);
+	map_name(rq->child, name, sizeof(name));
+	linked_lo = clock_boot_ns();
+	err = link_tmpfile(dirfd, fd, name);
 	if (err) {
 		res->why = "cannot be linked in";
 		goto close_fd;
 	}
-	if (!fstat(fd, &st)) {
-		res->size = st.st_size;
-		res->mtime_ns = mapfile_mtime_ns(&st);
+	if (fstat(fd, &st)) {
+		err = -errno;
+		res->why = "cannot be read back";
+		goto close_fd;
 	}
+	map_info_of(&st, (struct span){ linked_lo, clock_boot_ns() }, &res->map);
 	res->kind = COPY_CREATED;
+	res->took_ns = clock_mono_ns() - t0;
 	/* Counted after the link: the child's profiler is not kept waiting for a log line. */
-	res->entries = count_lines(parent_fd, copied);
+	res->entries = count_lines(pfd, copied);
 close_fd:
 	close(fd);
+close_parent:
+	close(pfd);
 	return err;
 }
 
-static int append_copy(struct agent *a, const struct copy_req *rq, int parent_fd,
-		       uint64_t limit, const char *name, struct copy_result *res)
+int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
+		   struct copy_result *res)
 {
-	struct stat st;
+	PERFMAP_OPTS(perfmap_open_opts, oopts, .check_owner = true, .owner = rq->uid,
+		     .max_bytes = max_bytes);
+	uint64_t t0 = clock_mono_ns();
+	struct stat pst, st;
+	char name[32];
+	int pfd, fd, err = 0;
 	long n;
-	int fd, err = 0;
 
-	fd = open_map(a, name, O_RDWR | O_APPEND, rq->uid, &st);
+	pfd = open_parent(dirfd, rq, max_bytes, &pst, res);
+	if (pfd < 0)
+		return pfd;
+	map_name(rq->child, name, sizeof(name));
+	fd = perfmap__open_map_at(dirfd, name, O_RDWR | O_APPEND, &oopts, &st);
 	if (fd < 0) {
+		err = fd;
 		res->why = perfmap_open_strerror(fd);
 		res->refused = true;
-		return fd;
+		goto close_parent;
 	}
-	if (mapfile_older_than(&st, rq->child_start_real_ns)) {
-		res->why = "was left by an earlier process with this pid";
-		err = -ESTALE;
-		goto close_fd;
-	}
-	if (same_first_entry(parent_fd, fd)) {
+	if (same_first_entry(pfd, fd)) {
 		res->kind = COPY_BY_RUNTIME;
 		goto close_fd;
 	}
@@ -290,7 +266,7 @@ static int append_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 		err = -EAGAIN;
 		goto close_fd;
 	}
-	n = copy_entries(parent_fd, limit, fd);
+	n = copy_entries(pfd, pst.st_size, fd);
 	if (n < 0) {
 		err = (int)n;
 		res->why = "cannot take the parent's entries";
@@ -298,49 +274,12 @@ static int append_copy(struct agent *a, const struct copy_req *rq, int parent_fd
 	}
 	res->kind = COPY_APPENDED;
 	res->entries = n;
-	if (!fstat(fd, &st)) {
-		res->size = st.st_size;
-		res->mtime_ns = mapfile_mtime_ns(&st);
-	}
+	res->took_ns = clock_mono_ns() - t0;
+	if (!fstat(fd, &st))
+		map_info_of(&st, SPAN_UNKNOWN, &res->map);
 close_fd:
 	close(fd);
-	return err;
-}
-
-int mapfile_copy(struct agent *a, const struct copy_req *rq, struct copy_result *res)
-{
-	char pname[32], cname[32];
-	struct stat pst;
-	int pfd, err;
-
-	memset(res, 0, sizeof(*res));
-	mapfile_name(rq->parent, pname, sizeof(pname));
-	mapfile_name(rq->child, cname, sizeof(cname));
-	res->on_pid = rq->parent;
-	pfd = open_map(a, pname, O_RDONLY, rq->uid, &pst);
-	if (pfd == -ENOENT)
-		return 0;
-	if (pfd < 0) {
-		res->why = perfmap_open_strerror(pfd);
-		res->refused = true;
-		return pfd;
-	}
-	/* An earlier holder of the parent's pid wrote it: not the parent's code. */
-	if (mapfile_older_than(&pst, rq->parent_start_real_ns))
-		goto close_parent;
-	if (a->cfg.dry_run) {
-		res->kind = COPY_CREATED;
-		goto close_parent;
-	}
-	res->on_pid = rq->child;
-	/* Whole lines up to the size now: the parent may be appending as we read. */
-	err = create_copy(a, rq, pfd, pst.st_size, cname, res);
-	if (err == -EEXIST)
-		err = append_copy(a, rq, pfd, pst.st_size, cname, res);
-	close(pfd);
-	return err;
-
 close_parent:
 	close(pfd);
-	return 0;
+	return err;
 }

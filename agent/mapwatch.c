@@ -1,53 +1,152 @@
 /*
- * The map directory's inotify watch, and the index it keeps: a bit per pid
- * that has a perf-<pid>.map. Most processes never have a map; with the index
- * their fork, exec and exit cost the agent no system call at all.
+ * The map directory's inotify watch, and the index it keeps: for each pid
+ * with a perf-<pid>.map, the file's inode and when it appeared. Most
+ * processes never have a map; with the index their fork, exec and exit cost
+ * the agent no system call at all.
  *
  * Why the index can be trusted: a runtime creates its map in a system call
  * that queues the inotify event before it returns, so a map made before a
- * fork is in the queue before the fork's BPF event exists. Once the queue has
- * been read up to a time T, the index is exact for every event before T.
+ * fork is in the queue before the fork's BPF record exists. The queue is
+ * read until it is empty; a change read now was queued after the previous
+ * read that found it empty, and before the read that returned it. Those two
+ * readings of CLOCK_BOOTTIME, the clock of the BPF events, bound when the
+ * inode appeared, however coarse the file's own times are. Once the queue
+ * has been emptied at T, the index is exact for every event before T.
  * Events after T, and any time the queue overflowed, go to the disk instead.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "archive.h"
-#include "events.h"
+#include "clock.h"
 #include "log.h"
-#include "mapfile.h"
+#include "mapname.h"
 #include "mapwatch.h"
 
-#define PID_LIMIT (1u << 22)   /* the kernel's PID_MAX_LIMIT on 64-bit */
+struct record {
+	struct record *next;
+	pid_t pid;
+	dev_t dev;
+	ino_t ino;
+	struct span born;
+};
 
 struct mapwatch {
 	int fd;
-	uint64_t *bits;
-	uint32_t npids;        /* pids at or above this are never known absent */
+	int dirfd;
+	const char *dir;
+	struct record **buckets;
+	size_t nbuckets, count;
+	uint64_t quiet_ns;     /* the last read that found the queue empty began here */
 	uint64_t exact_since;  /* CLOCK_BOOTTIME; 0 while unknown */
+	uint64_t overflows;
 	bool blind;            /* the watch is gone: never exact again */
 };
 
-static uint32_t pid_max(void)
+static size_t bucket_of(const struct mapwatch *mw, pid_t pid)
 {
-	unsigned long v = PID_LIMIT;
-	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
-
-	if (f) {
-		if (fscanf(f, "%lu", &v) != 1)
-			v = PID_LIMIT;
-		fclose(f);
-	}
-	/* pid_max can be raised later: pids above the table are looked up on disk. */
-	return v < PID_LIMIT ? (uint32_t)v : PID_LIMIT;
+	return (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull) >> 32) &
+	       (mw->nbuckets - 1);
 }
 
-struct mapwatch *mapwatch__open(const struct agent *a)
+static struct record **slot_of(const struct mapwatch *mw, pid_t pid)
+{
+	struct record **pp;
+
+	for (pp = &mw->buckets[bucket_of(mw, pid)]; *pp; pp = &(*pp)->next)
+		if ((*pp)->pid == pid)
+			return pp;
+	return pp;
+}
+
+static void grow(struct mapwatch *mw)
+{
+	size_t n = mw->nbuckets * 2, i;
+	struct record **nb = calloc(n, sizeof(*nb)), *r, *next;
+	struct mapwatch tmp = { .nbuckets = n };
+
+	if (!nb)
+		return;  /* longer chains, still correct */
+	for (i = 0; i < mw->nbuckets; i++) {
+		for (r = mw->buckets[i]; r; r = next) {
+			size_t b = bucket_of(&tmp, r->pid);
+
+			next = r->next;
+			r->next = nb[b];
+			nb[b] = r;
+		}
+	}
+	free(mw->buckets);
+	mw->buckets = nb;
+	mw->nbuckets = n;
+}
+
+/* Record (@dev, @ino) at @pid's path, born within @born; a known inode keeps the narrower span. */
+static void record_set(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, struct span born)
+{
+	struct record **pp, *r;
+
+	if (mw->count >= mw->nbuckets)
+		grow(mw);
+	pp = slot_of(mw, pid);
+	r = *pp;
+	if (r && r->dev == dev && r->ino == ino) {
+		/* Both spans hold the moment: so does their overlap. */
+		if (born.lo > r->born.lo)
+			r->born.lo = born.lo;
+		if (born.hi < r->born.hi)
+			r->born.hi = born.hi;
+		return;
+	}
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			/* Unknown from now on: nothing may be taken as absent. */
+			mw->exact_since = 0;
+			return;
+		}
+		*pp = r;
+		mw->count++;
+	}
+	r->pid = pid;
+	r->dev = dev;
+	r->ino = ino;
+	r->born = born;
+}
+
+static void record_del(struct mapwatch *mw, pid_t pid)
+{
+	struct record **pp = slot_of(mw, pid), *r = *pp;
+
+	if (!r)
+		return;
+	*pp = r->next;
+	free(r);
+	mw->count--;
+}
+
+static void index_reset(struct mapwatch *mw)
+{
+	struct record *r, *next;
+	size_t i;
+
+	for (i = 0; i < mw->nbuckets; i++) {
+		for (r = mw->buckets[i]; r; r = next) {
+			next = r->next;
+			free(r);
+		}
+		mw->buckets[i] = NULL;
+	}
+	mw->count = 0;
+	mw->exact_since = 0;
+}
+
+struct mapwatch *mapwatch__open(const char *dir, int dirfd)
 {
 	struct mapwatch *mw;
 	int err;
@@ -55,21 +154,24 @@ struct mapwatch *mapwatch__open(const struct agent *a)
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return NULL;
-	mw->npids = pid_max();
-	mw->bits = calloc((mw->npids + 63) / 64, sizeof(*mw->bits));
+	mw->dir = dir;
+	mw->dirfd = dirfd;
+	mw->nbuckets = 256;
+	mw->buckets = calloc(mw->nbuckets, sizeof(*mw->buckets));
 	mw->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (!mw->bits || mw->fd < 0) {
+	if (!mw->buckets || mw->fd < 0) {
 		err = -errno;
 		goto free_mw;
 	}
-	if (inotify_add_watch(mw->fd, a->cfg.map_dir,
-			      IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0) {
+	if (inotify_add_watch(mw->fd, dir, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM |
+			      IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
 		err = -errno;
-		pr_err("%s: cannot watch for maps: %s%s", a->cfg.map_dir, strerror(-err),
+		pr_err("%s: cannot watch for maps: %s%s", dir, strerror(-err),
 		       err == -ENOSPC ? " (fs.inotify.max_user_watches)" :
 		       err == -EMFILE ? " (fs.inotify.max_user_instances)" : "");
 		goto free_mw;
 	}
+	mw->quiet_ns = clock_boot_ns();
 	return mw;
 
 free_mw:
@@ -84,7 +186,9 @@ void mapwatch__free(struct mapwatch *mw)
 		return;
 	if (mw->fd >= 0)
 		close(mw->fd);
-	free(mw->bits);
+	if (mw->buckets)
+		index_reset(mw);
+	free(mw->buckets);
 	free(mw);
 }
 
@@ -93,29 +197,9 @@ int mapwatch__fd(const struct mapwatch *mw)
 	return mw->fd;
 }
 
-static void index_set(struct mapwatch *mw, pid_t pid, bool exists)
+void mapwatch__listed(struct mapwatch *mw, pid_t pid, const struct stat *st)
 {
-	uint64_t bit;
-
-	if (pid <= 0 || (uint32_t)pid >= mw->npids)
-		return;
-	bit = 1ull << (pid % 64);
-	if (exists)
-		mw->bits[pid / 64] |= bit;
-	else
-		mw->bits[pid / 64] &= ~bit;
-}
-
-static void index_reset(struct mapwatch *mw)
-{
-	memset(mw->bits, 0, (mw->npids + 63) / 64 * sizeof(*mw->bits));
-	mw->exact_since = 0;
-}
-
-void mapwatch__set(struct agent *a, pid_t pid, bool exists)
-{
-	index_set(a->watch, pid, exists);
-	events__set_mapped(a->events, pid, exists);
+	record_set(mw, pid, st->st_dev, st->st_ino, (struct span){ 0, clock_boot_ns() });
 }
 
 void mapwatch__synced(struct mapwatch *mw, uint64_t since_ns)
@@ -124,16 +208,24 @@ void mapwatch__synced(struct mapwatch *mw, uint64_t since_ns)
 		mw->exact_since = since_ns;
 }
 
+void mapwatch__made(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, struct span when)
+{
+	record_set(mw, pid, dev, ino, when);
+}
+
 const char *mapwatch__state(const struct mapwatch *mw)
 {
 	return mw->blind ? "off" : mw->exact_since ? "exact" : "listing";
 }
 
+uint64_t mapwatch__overflows(const struct mapwatch *mw)
+{
+	return mw->overflows;
+}
+
 bool mapwatch__has(const struct mapwatch *mw, pid_t pid)
 {
-	if (!mw->exact_since || pid <= 0 || (uint32_t)pid >= mw->npids)
-		return true;
-	return mw->bits[pid / 64] & (1ull << (pid % 64));
+	return !mw->exact_since || *slot_of(mw, pid);
 }
 
 bool mapwatch__may_exist(const struct mapwatch *mw, pid_t pid, uint64_t ts_ns)
@@ -143,46 +235,111 @@ bool mapwatch__may_exist(const struct mapwatch *mw, pid_t pid, uint64_t ts_ns)
 	return mapwatch__has(mw, pid);
 }
 
-bool mapwatch__drain(struct agent *a)
+/* Are changes waiting in the queue, not yet read? */
+static bool unread(const struct mapwatch *mw)
+{
+	int n = 0;
+
+	return ioctl(mw->fd, FIONREAD, &n) || n > 0;
+}
+
+struct span mapwatch__born(const struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino)
+{
+	const struct record *r = *slot_of(mw, pid);
+
+	if (r && r->dev == dev && r->ino == ino) {
+		/*
+		 * A file deleted and made again can get the same inode number.
+		 * With changes unread, this may be such a later file: it
+		 * appeared no earlier than the recorded one, how late is unknown.
+		 */
+		if (unread(mw))
+			return (struct span){ r->born.lo, UINT64_MAX };
+		return r->born;
+	}
+	/* Not the inode the queue told of: it came after the queue was last emptied. */
+	if (mw->exact_since)
+		return (struct span){ mw->quiet_ns, UINT64_MAX };
+	return SPAN_UNKNOWN;
+}
+
+/* A map appeared at @name: note its inode, read now, while the queue still holds any later change. */
+static bool appeared(struct mapwatch *mw, pid_t pid, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(mw->dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		record_del(mw, pid);  /* gone again: its deletion is queued too */
+		return false;
+	}
+	record_set(mw, pid, st.st_dev, st.st_ino,
+		   (struct span){ mw->quiet_ns, clock_boot_ns() });
+	return true;
+}
+
+static void go_blind(struct mapwatch *mw)
+{
+	if (mw->blind)
+		return;
+	pr_warn("%s: the directory is no longer watched (deleted, moved or unmounted); every event now looks on disk",
+		mw->dir);
+	mw->blind = true;
+	index_reset(mw);
+}
+
+void mapwatch__check(struct mapwatch *mw)
+{
+	struct stat st;
+
+	/* Deleted while we hold it open: no inotify event says so until it is let go. */
+	if (!fstat(mw->dirfd, &st) && st.st_nlink == 0)
+		go_blind(mw);
+}
+
+bool mapwatch__drain(struct mapwatch *mw, mapwatch_fn fn, void *ctx)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct mapwatch *mw = a->watch;
 	const struct inotify_event *ie;
-	bool overflow = false, orphan = false;
-	uint64_t t0 = boot_ns();
+	bool overflow = false;
+	uint64_t t_read;
 	ssize_t n;
 	char *p;
 	pid_t pid;
 
-	while ((n = read(mw->fd, buf, sizeof(buf))) > 0) {
+	for (;;) {
+		t_read = clock_boot_ns();
+		n = read(mw->fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
 		for (p = buf; p < buf + n; p += sizeof(*ie) + ie->len) {
 			ie = (const struct inotify_event *)p;
 			/* Changes were lost: only a listing tells what is there. */
 			if (ie->mask & IN_Q_OVERFLOW)
 				overflow = true;
-			/* Deleted or unmounted: no change is reported from now on. */
-			if ((ie->mask & IN_IGNORED) && !mw->blind) {
-				pr_warn("%s: the directory is no longer watched (deleted or unmounted); every event now looks on disk",
-					a->cfg.map_dir);
-				mw->blind = true;
-				index_reset(mw);
-			}
-			if (!ie->len || !mapfile_pid(ie->name, &pid))
+			/*
+			 * Deleted, moved or unmounted: the path is not the directory
+			 * watched, or no change is reported from now on.
+			 */
+			if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+				go_blind(mw);
+			if (!ie->len || !map_name_pid(ie->name, &pid))
 				continue;
-			mapwatch__set(a, pid, ie->mask & (IN_CREATE | IN_MOVED_TO));
-			/* A map for a pid no live process holds must not pile up. */
-			if ((ie->mask & (IN_CREATE | IN_MOVED_TO)) &&
-			    !proctab_find(&a->procs, pid) && !retain_has(a, pid))
-				orphan = true;
+			if (ie->mask & (IN_CREATE | IN_MOVED_TO)) {
+				if (appeared(mw, pid, ie->name))
+					fn(ctx, pid, true);
+			} else if (ie->mask & (IN_DELETE | IN_MOVED_FROM)) {
+				record_del(mw, pid);
+				fn(ctx, pid, false);
+			}
 		}
 	}
+	mw->quiet_ns = t_read;
 	if (overflow) {
-		pr_warn("%s: inotify queue overflowed; listing the directory again",
-			a->cfg.map_dir);
-		a->stats.index_overflows++;
+		pr_warn("%s: inotify queue overflowed; listing the directory again", mw->dir);
+		mw->overflows++;
 		index_reset(mw);
 	} else if (mw->exact_since) {
-		mw->exact_since = t0;
+		mw->exact_since = t_read;
 	}
-	return overflow || orphan;
+	return overflow;
 }

@@ -1,40 +1,63 @@
-/* The map directory's inotify watch: which pids have a map there, kept without touching the disk. */
+/*
+ * The map directory's inotify watch: which pids have a map there and when
+ * each map's inode appeared, known without touching the disk.
+ */
 #ifndef PERFMAPD_MAPWATCH_H
 #define PERFMAPD_MAPWATCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
-struct agent;
+#include "clock.h"
+
 struct mapwatch;
 
-/* Watch @a->cfg.map_dir; the index is unknown (everything may exist) until mapwatch__synced(). */
-struct mapwatch *mapwatch__open(const struct agent *a);
+/*
+ * Watch @dir (open as @dirfd, which the caller keeps open). The index knows
+ * nothing (every map may exist) until mapwatch__synced().
+ */
+struct mapwatch *mapwatch__open(const char *dir, int dirfd);
 void mapwatch__free(struct mapwatch *mw);
 int mapwatch__fd(const struct mapwatch *mw);
 
+/* Told of each map that appeared at, or left, a pid's path. */
+typedef void (*mapwatch_fn)(void *ctx, pid_t pid, bool exists);
+
 /*
- * Read every queued change into the index. True when the directory must be
- * listed again: the queue overflowed (the index is reset) or a map appeared
- * for a pid the agent knows nothing of.
+ * Read every queued change into the index, telling @fn of each. True when
+ * changes were lost (the queue overflowed): the index is reset, and only a
+ * listing of the directory (mapwatch__listed(), then mapwatch__synced())
+ * makes it exact again.
  */
-bool mapwatch__drain(struct agent *a);
+bool mapwatch__drain(struct mapwatch *mw, mapwatch_fn fn, void *ctx);
 
-/* perf-@pid.map exists: record it here and in BPF (only such pids wake the agent). */
-void mapwatch__set(struct agent *a, pid_t pid, bool exists);
-/* A listing that began at @since_ns (CLOCK_BOOTTIME) is complete: the index is exact from then on. */
+/* Is the directory still there? Checked on the agent's tick; blind for good if not. */
+void mapwatch__check(struct mapwatch *mw);
+/* A listing found @pid's map, @st (lstat). */
+void mapwatch__listed(struct mapwatch *mw, pid_t pid, const struct stat *st);
+/* The listing that began at @since_ns (CLOCK_BOOTTIME) is complete: the index is exact. */
 void mapwatch__synced(struct mapwatch *mw, uint64_t since_ns);
-/* "exact", "listing" (after an overflow) or "off" (the watch is gone), for status. */
-const char *mapwatch__state(const struct mapwatch *mw);
+/* perfmapd itself put the inode (@dev, @ino) at @pid's path within @when. */
+void mapwatch__made(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, struct span when);
 
 /*
- * Could perf-@pid.map exist for an event at @ts_ns (CLOCK_BOOTTIME, 0 for
- * unknown)? False only when the index was exact after the event: a map made
- * before a fork was in the inotify queue before the fork's event was.
+ * When the inode (@dev, @ino), now at @pid's path, appeared there, as far as
+ * the queue's order tells: SPAN_UNKNOWN when the index cannot say.
+ */
+struct span mapwatch__born(const struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino);
+
+/*
+ * Could perf-@pid.map have existed at @ts_ns (CLOCK_BOOTTIME; 0: unknown)?
+ * False only when the index was exact then: a map made before an event was
+ * in the inotify queue before the event's record was in the ring buffer.
  */
 bool mapwatch__may_exist(const struct mapwatch *mw, pid_t pid, uint64_t ts_ns);
 /* The same for the changes read so far: false only when known absent. */
 bool mapwatch__has(const struct mapwatch *mw, pid_t pid);
+/* "exact", "listing" (after an overflow) or "off" (the watch is gone), for status. */
+const char *mapwatch__state(const struct mapwatch *mw);
+uint64_t mapwatch__overflows(const struct mapwatch *mw);
 
 #endif /* PERFMAPD_MAPWATCH_H */

@@ -14,17 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "archive.h"
+#include "clock.h"
 #include "events.h"
 #include "instance.h"
 #include "log.h"
 #include "mapwatch.h"
-#include "perfmap.h"
+#include "perfmap_tools.h"
 #include "policy.h"
 #include "procfs.h"
 #include "scan.h"
-#include "units.h"
+#include "status.h"
+#include "store.h"
 
 #define TICK_MS 100   /* drops, copy retries and retention are checked this often */
 
@@ -54,38 +55,39 @@ static const char usage[] =
 	"\n"
 	"N takes a K, M or G suffix. `perfmapctl status` shows what it tracks.\n";
 
-uint64_t mono_ns(void)
-{
-	struct timespec ts;
+struct daemon_config {
+	const char *map_dir;          /* where runtimes write perf-<pid>.map */
+	const char *archive_dir;      /* compacted maps of exited processes */
+	const char *run_dir;          /* lock and status socket */
+	uint64_t retention_s;         /* how long an exited process's map stays */
+	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
+	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
+	struct events_config events;
+	bool dry_run;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-uint64_t boot_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Realtime minus boottime, read back to back; follows clock steps at each tick. */
-static void update_clocks(struct agent *a)
-{
-	struct timespec rt;
-	uint64_t b = boot_ns();
-
-	clock_gettime(CLOCK_REALTIME, &rt);
-	a->boot_to_real_ns = ((int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec) - (int64_t)b;
-}
+/* The agent: its pieces, wired together here and nowhere else. */
+struct daemon {
+	struct daemon_config cfg;
+	int map_dir_fd;
+	struct instance *inst;
+	struct archive *ar;
+	struct mapwatch *mw;
+	struct events *events;
+	struct store *store;
+	struct policy *policy;
+	uint64_t self_mnt_ns, self_pid_ns;
+	uint64_t started_ns;          /* CLOCK_MONOTONIC */
+	uint64_t dropped_seen, resyncs;
+	bool stop;
+};
 
 static bool is_pow2(uint64_t v)
 {
 	return v && !(v & (v - 1));
 }
 
-static int parse_args(int argc, char **argv, struct agent_config *cfg)
+static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 {
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
@@ -114,7 +116,7 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 			cfg->map_dir = optarg;
 			break;
 		case OPT_RETENTION:
-			if (parse_duration(optarg, &cfg->retention_s))
+			if (perfmap__parse_duration(optarg, &cfg->retention_s))
 				goto bad_value;
 			break;
 		case OPT_ARCHIVE_DIR:
@@ -123,11 +125,11 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 			cfg->archive_dir = optarg;
 			break;
 		case OPT_ARCHIVE_MAX:
-			if (parse_bytes(optarg, &cfg->archive_max_bytes))
+			if (perfmap__parse_bytes(optarg, &cfg->archive_max_bytes))
 				goto bad_value;
 			break;
 		case OPT_MAX_MAP:
-			if (parse_bytes(optarg, &cfg->max_map_bytes))
+			if (perfmap__parse_bytes(optarg, &cfg->max_map_bytes))
 				goto bad_value;
 			break;
 		case OPT_LOG_LEVEL:
@@ -141,17 +143,17 @@ static int parse_args(int argc, char **argv, struct agent_config *cfg)
 			cfg->run_dir = optarg;
 			break;
 		case OPT_RINGBUF:
-			if (parse_bytes(optarg, &v) || !is_pow2(v) || v < 4096 || v > (1u << 30))
+			if (perfmap__parse_bytes(optarg, &v) || !is_pow2(v) || v < 4096 || v > (1u << 30))
 				goto bad_value;
-			cfg->ringbuf_bytes = (unsigned int)v;
+			cfg->events.ringbuf_bytes = (unsigned int)v;
 			break;
 		case OPT_BPF_PROGRAMS:
 			if (!strcmp(optarg, "auto"))
-				cfg->bpf_programs = BPF_PROGS_AUTO;
+				cfg->events.programs = BPF_PROGS_AUTO;
 			else if (!strcmp(optarg, "tp_btf"))
-				cfg->bpf_programs = BPF_PROGS_TP_BTF;
+				cfg->events.programs = BPF_PROGS_TP_BTF;
 			else if (!strcmp(optarg, "raw_tp"))
-				cfg->bpf_programs = BPF_PROGS_RAW_TP;
+				cfg->events.programs = BPF_PROGS_RAW_TP;
 			else
 				goto bad_value;
 			break;
@@ -178,26 +180,68 @@ bad_value:
 	return -EINVAL;
 }
 
-static int open_map_dir(struct agent *a)
+static int open_map_dir(struct daemon *d)
 {
 	struct stat st;
 
-	a->map_dir_fd = open(a->cfg.map_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (a->map_dir_fd < 0 || fstat(a->map_dir_fd, &st)) {
-		pr_err("map directory %s: %s", a->cfg.map_dir, strerror(errno));
+	d->map_dir_fd = open(d->cfg.map_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->map_dir_fd < 0 || fstat(d->map_dir_fd, &st)) {
+		pr_err("map directory %s: %s", d->cfg.map_dir, strerror(errno));
 		return -errno;
 	}
 	/* A world-writable directory without the sticky bit lets anyone swap our files. */
 	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
 		pr_err("map directory %s: world-writable without the sticky bit; refused",
-		       a->cfg.map_dir);
+		       d->cfg.map_dir);
 		return -EPERM;
 	}
 	return 0;
 }
 
+/* ---- where the pieces meet ---- */
+
+/* An event from BPF: to the policy. */
+static void on_event(void *ctx, const struct policy_event *ev)
+{
+	struct daemon *d = ctx;
+
+	policy__event(d->policy, ev, clock_boot_ns());
+}
+
+/* The BPF side wakes the agent at once only for events of pids with a map. */
+static void on_listed(void *ctx, pid_t pid, bool exists)
+{
+	struct daemon *d = ctx;
+
+	events__set_mapped(d->events, pid, exists);
+}
+
+/* A change the inotify index read. */
+static void on_map_change(void *ctx, pid_t pid, bool exists)
+{
+	struct daemon *d = ctx;
+
+	events__set_mapped(d->events, pid, exists);
+	/* A map for a pid no known process holds must not pile up. */
+	if (exists)
+		policy__map_appeared(d->policy, pid, clock_boot_ns());
+}
+
+static struct scan_env scan_env_of(struct daemon *d)
+{
+	return (struct scan_env){
+		.policy = d->policy, .mw = d->mw, .ar = d->ar, .map_dir_fd = d->map_dir_fd,
+		.dry_run = d->cfg.dry_run, .self_mnt_ns = d->self_mnt_ns,
+		.self_pid_ns = d->self_pid_ns, .on_map = on_listed, .ctx = d,
+	};
+}
+
+/* ---- the loop ---- */
+
 struct loop {
 	int epfd, sigfd, timerfd;
+	int retryfd;                  /* one-shot, CLOCK_BOOTTIME: a busy move's next try */
+	uint64_t retry_at;
 };
 
 static int loop_add(int epfd, int fd, uint32_t id)
@@ -207,7 +251,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
-enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_INOTIFY, SRC_STATUS };
+enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -232,7 +276,7 @@ static void block_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int loop_open(struct agent *a, struct loop *l)
+static int loop_open(struct daemon *d, struct loop *l)
 {
 	struct itimerspec its = {
 		.it_interval = { 0, TICK_MS * 1000000L },
@@ -245,20 +289,24 @@ static int loop_open(struct agent *a, struct loop *l)
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	l->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0)
+	l->retryfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (l->epfd < 0 || l->sigfd < 0 || l->timerfd < 0 || l->retryfd < 0)
 		return -errno;
 	if (timerfd_settime(l->timerfd, 0, &its, NULL))
 		return -errno;
-	err = err ?: loop_add(l->epfd, events__fd(a->events), SRC_EVENTS);
+	err = err ?: loop_add(l->epfd, events__fd(d->events), SRC_EVENTS);
 	err = err ?: loop_add(l->epfd, l->sigfd, SRC_SIGNAL);
 	err = err ?: loop_add(l->epfd, l->timerfd, SRC_TIMER);
-	err = err ?: loop_add(l->epfd, mapwatch__fd(a->watch), SRC_INOTIFY);
-	err = err ?: loop_add(l->epfd, instance__fd(a->inst), SRC_STATUS);
+	err = err ?: loop_add(l->epfd, l->retryfd, SRC_RETRY);
+	err = err ?: loop_add(l->epfd, mapwatch__fd(d->mw), SRC_INOTIFY);
+	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
 	return err;
 }
 
 static void loop_close(struct loop *l)
 {
+	if (l->retryfd >= 0)
+		close(l->retryfd);
 	if (l->timerfd >= 0)
 		close(l->timerfd);
 	if (l->sigfd >= 0)
@@ -267,77 +315,122 @@ static void loop_close(struct loop *l)
 		close(l->epfd);
 }
 
-static void on_signal(struct agent *a, struct loop *l)
+static void on_signal(struct daemon *d, struct loop *l)
 {
 	struct signalfd_siginfo si;
 
 	while (read(l->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			pr_info("%s: stopping; maps stay as they are", strsignal(si.ssi_signo));
-			a->stop = true;
+			d->stop = true;
 		}
 	}
-}
-
-/* Lost events: the table no longer matches the system; /proc is the truth. */
-static void resync(struct agent *a)
-{
-	a->stats.resyncs++;
-	scan_procs(a);
-	scan_maps(a, false);
 }
 
 /*
  * Every read of the ring buffer starts with the map directory's changes:
  * then the index (mapwatch.c) knows of every map made before those events.
  */
-static void catch_up(struct agent *a)
+static void catch_up(struct daemon *d)
 {
-	bool relist = mapwatch__drain(a);
+	struct scan_env env = scan_env_of(d);
+	bool lost = mapwatch__drain(d->mw, on_map_change, d);
 
-	events__consume(a->events);
-	if (relist)
-		scan_maps(a, false);
+	events__consume(d->events);
+	if (lost)
+		scan_maps(&env, false);
 }
 
-static void on_tick(struct agent *a, struct loop *l)
+/* Lost events: the table no longer matches the system; /proc is the truth. */
+static void resync(struct daemon *d)
+{
+	struct scan_env env = scan_env_of(d);
+
+	d->resyncs++;
+	scan_procs(&env);
+	scan_maps(&env, false);
+}
+
+static void on_tick(struct daemon *d, struct loop *l)
 {
 	uint64_t expirations, dropped;
 
 	if (read(l->timerfd, &expirations, sizeof(expirations)) < 0)
 		return;
-	update_clocks(a);
 	/* Events that needed no wake-up (bpf/) are read here at the latest. */
-	catch_up(a);
-	dropped = events__dropped(a->events);
-	if (dropped != a->stats.dropped) {
+	mapwatch__check(d->mw);
+	catch_up(d);
+	dropped = events__dropped(d->events);
+	if (dropped != d->dropped_seen) {
 		pr_warn("bpf: %llu events lost (ring buffer full); resyncing from /proc",
-			(unsigned long long)(dropped - a->stats.dropped));
-		a->stats.dropped = dropped;
-		resync(a);
+			(unsigned long long)(dropped - d->dropped_seen));
+		d->dropped_seen = dropped;
+		resync(d);
 	}
-	policy_retry(a);
-	retain_expire(a);
+	policy__tick(d->policy, clock_boot_ns());
 }
 
-static int run(struct agent *a)
+/* A busy move is retried within milliseconds: sooner than the tick, when one waits. */
+static void arm_retry(struct daemon *d, struct loop *l)
 {
+	uint64_t next = policy__next_deadline(d->policy);
+	struct itimerspec its = { 0 };
+
+	if (next == l->retry_at)
+		return;
+	l->retry_at = next;
+	if (next != UINT64_MAX) {
+		its.it_value.tv_sec = next / 1000000000;
+		its.it_value.tv_nsec = next % 1000000000;
+	}
+	timerfd_settime(l->retryfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_retry(struct daemon *d, struct loop *l)
+{
+	uint64_t expirations;
+
+	if (read(l->retryfd, &expirations, sizeof(expirations)) < 0)
+		return;
+	l->retry_at = UINT64_MAX;
+	policy__tick(d->policy, clock_boot_ns());
+}
+
+static void on_status(struct daemon *d)
+{
+	struct status_sources src = {
+		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
+		.archive_dir = d->cfg.archive_dir, .archive_max_bytes = d->cfg.archive_max_bytes,
+		.retention_s = d->cfg.retention_s, .dry_run = d->cfg.dry_run,
+		.started_ns = d->started_ns, .resyncs = d->resyncs, .policy = d->policy,
+		.events = d->events, .mw = d->mw, .ar = d->ar,
+	};
+	char text[8192];
+	size_t n;
+
+	n = status_text(&src, text, sizeof(text));
+	instance__serve(d->inst, text, n);
+}
+
+static int run(struct daemon *d)
+{
+	struct scan_env env = scan_env_of(d);
+	struct loop l = { -1, -1, -1, -1, UINT64_MAX };
 	struct epoll_event evs[8];
-	struct loop l = { -1, -1, -1 };
 	int n, i, err;
 
-	err = loop_open(a, &l);
+	err = loop_open(d, &l);
 	if (err) {
 		pr_err("event loop: %s", strerror(-err));
 		goto close_loop;
 	}
-	/* BPF is attached: what happens from now on is queued while we catch up. */
-	scan_procs(a);
-	scan_maps(a, true);
+	/* BPF is attached and the directory watched: what happens now is queued while we catch up. */
+	scan_procs(&env);
+	scan_maps(&env, true);
 	pr_info("tracking %zu processes; %zu exited processes' maps retained",
-		a->procs.count, a->retained_count);
+		policy__processes(d->policy), policy__retained(d->policy));
 
-	while (!a->stop) {
+	while (!d->stop) {
 		n = epoll_wait(l.epfd, evs, 8, -1);
 		if (n < 0 && errno != EINTR) {
 			err = -errno;
@@ -346,22 +439,78 @@ static int run(struct agent *a)
 		}
 		for (i = 0; i < n; i++) {
 			switch (evs[i].data.u32) {
-			case SRC_EVENTS: catch_up(a); break;
-			case SRC_SIGNAL: on_signal(a, &l); break;
-			case SRC_TIMER: on_tick(a, &l); break;
-			case SRC_INOTIFY: catch_up(a); break;
-			case SRC_STATUS: instance__serve(a->inst, a); break;
+			case SRC_EVENTS: catch_up(d); break;
+			case SRC_SIGNAL: on_signal(d, &l); break;
+			case SRC_TIMER: on_tick(d, &l); break;
+			case SRC_RETRY: on_retry(d, &l); break;
+			case SRC_INOTIFY: catch_up(d); break;
+			case SRC_STATUS: on_status(d); break;
 			}
 		}
+		arm_retry(d, &l);
 	}
 close_loop:
 	loop_close(&l);
 	return err;
 }
 
+/* ---- start and stop ---- */
+
+static int daemon_open(struct daemon *d)
+{
+	const struct archive_config acfg = {
+		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd, .dir = d->cfg.archive_dir,
+		.max_bytes = d->cfg.archive_max_bytes, .max_map_bytes = d->cfg.max_map_bytes,
+	};
+	const struct store_config scfg = {
+		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
+		.max_map_bytes = d->cfg.max_map_bytes,
+	};
+	const struct policy_config pcfg = {
+		.map_dir = d->cfg.map_dir, .archive_dir = d->cfg.archive_dir,
+		.retention_ns = d->cfg.retention_s * 1000000000ull,
+		.max_map_bytes = d->cfg.max_map_bytes, .dry_run = d->cfg.dry_run,
+	};
+
+	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir);
+	if (!d->inst)
+		return -EBUSY;
+	d->ar = archive__open(&acfg);
+	if (!d->ar)
+		return -errno;
+	/* Watched before BPF attaches: a map made before any event is known. */
+	d->mw = mapwatch__open(d->cfg.map_dir, d->map_dir_fd);
+	if (!d->mw)
+		return -errno;
+	d->events = events__open(&d->cfg.events, on_event, d);
+	if (!d->events)
+		return -errno;
+	d->store = store__new(&scfg, d->mw, d->events, d->ar);
+	if (!d->store)
+		return -ENOMEM;
+	d->policy = policy__new(&pcfg, store__mapstore(d->store));
+	if (!d->policy)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Undo daemon_open(), whatever part of it was done. */
+static void daemon_close(struct daemon *d)
+{
+	policy__free(d->policy);
+	store__free(d->store);
+	events__free(d->events);
+	mapwatch__free(d->mw);
+	/* Stops after the map in hand; queued ones stay staged for the next start. */
+	archive__free(d->ar);
+	instance__free(d->inst);
+	if (d->map_dir_fd >= 0)
+		close(d->map_dir_fd);
+}
+
 int main(int argc, char **argv)
 {
-	struct agent a = {
+	struct daemon d = {
 		.cfg = {
 			.map_dir = "/tmp",
 			.archive_dir = "/var/lib/perfmapd/archive",
@@ -369,62 +518,31 @@ int main(int argc, char **argv)
 			.retention_s = 600,
 			.archive_max_bytes = 256ull << 20,
 			.max_map_bytes = 256ull << 20,
-			.ringbuf_bytes = 1u << 20,
+			.events = { .ringbuf_bytes = 1u << 20, .programs = BPF_PROGS_AUTO },
 		},
 		.map_dir_fd = -1,
 	};
 	int err;
 
-	if (parse_args(argc, argv, &a.cfg))
+	if (parse_args(argc, argv, &d.cfg))
 		return 2;
 	block_signals();
-	a.start_mono_ns = mono_ns();
-	a.ticks_per_sec = (uint64_t)sysconf(_SC_CLK_TCK);
-	a.self_mnt_ns = procfs_ns(0, "mnt");
-	a.self_pid_ns = procfs_ns(0, "pid");
-	update_clocks(&a);
+	d.started_ns = clock_mono_ns();
+	d.self_mnt_ns = procfs_ns(0, "mnt");
+	d.self_pid_ns = procfs_ns(0, "pid");
 
-	err = open_map_dir(&a);
+	err = open_map_dir(&d);
 	if (err)
-		goto out;
-	a.inst = instance__open(&a);
-	if (!a.inst) {
-		err = -EBUSY;
-		goto close_map_dir;
-	}
-	err = archive_init(&a);
+		goto close_daemon;
+	err = daemon_open(&d);
 	if (err)
-		goto free_instance;
-	err = proctab_init(&a.procs);
-	if (err)
-		goto free_instance;
-	a.events = events__open(&a);
-	if (!a.events) {
-		err = -errno;
-		goto free_procs;
-	}
-	a.watch = mapwatch__open(&a);
-	if (!a.watch) {
-		err = -errno;
-		goto free_events;
-	}
+		goto close_daemon;
 	pr_info("managing %s%s: retention %llus, archive %s (max %llu bytes)",
-		a.cfg.map_dir, a.cfg.dry_run ? " (dry run: no file is changed)" : "",
-		(unsigned long long)a.cfg.retention_s, a.cfg.archive_dir,
-		(unsigned long long)a.cfg.archive_max_bytes);
-	err = run(&a);
-
-	mapwatch__free(a.watch);
-free_events:
-	events__free(a.events);
-free_procs:
-	archive_fini();
-	proctab_fini(&a.procs);
-	free(a.retained);
-free_instance:
-	instance__free(a.inst);
-close_map_dir:
-	close(a.map_dir_fd);
-out:
+		d.cfg.map_dir, d.cfg.dry_run ? " (dry run: no file is changed)" : "",
+		(unsigned long long)d.cfg.retention_s, d.cfg.archive_dir,
+		(unsigned long long)d.cfg.archive_max_bytes);
+	err = run(&d);
+close_daemon:
+	daemon_close(&d);
 	return err ? 1 : 0;
 }

@@ -1,285 +1,752 @@
 /*
- * The policy: what each process event means for the maps in the map directory.
- *   fork  a child gets its parent's entries (mapfile.c); a map left at the
- *         child's pid by an earlier process is archived first;
- *   exec  the old image's map is archived (dropped if it was only our copy);
- *   exit  the map stays for --retention, then is archived (archive.c).
- * Processes in another mount or pid namespace are counted and left alone:
- * their /tmp and their pids are not the map directory's.
+ * The policy: what each process event means for the maps in the map
+ * directory.
+ *   fork  a map an earlier holder of the child's pid left there is archived,
+ *         then the child gets its parent's entries;
+ *   exec  the old image's map is archived (deleted if it was only our copy
+ *         of the parent's); a map the new image wrote stays;
+ *   exit  the map stays for --retention, then is archived;
+ *   scan  a process or a map found without its event is handled alike.
+ *
+ * Who wrote a map is decided by judge(), on evidence the kernel orders: when
+ * the file's inode appeared (the inotify index, against the event's time),
+ * whether it is a file seen before and unchanged since, and whether its
+ * newest entries name memory the process has mapped. Never on file times,
+ * which move in clock ticks. Where the evidence cannot tell, the map stays
+ * where it is (nothing is lost), and that is counted.
  */
 #include <errno.h>
-#include <linux/types.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "agent.h"
-#include "archive.h"
 #include "log.h"
-#include "mapfile.h"
-#include "mapwatch.h"
-#include "perfmapd_event.h"
 #include "policy.h"
-#include "procfs.h"
+#include "proctab.h"
+#include "retention.h"
 
-#define COPY_RETRIES 50   /* timer ticks: 5 s for a runtime to finish its line */
+#define COPY_RETRY_NS (5ull * 1000000000)   /* for a runtime to finish its line */
 
-uint64_t ticks_of(const struct agent *a, uint64_t boot_ns)
+struct policy {
+	struct policy_config cfg;
+	struct mapstore store;
+	struct proctab procs;
+	struct retention *retained;
+	struct policy_stats stats;
+};
+
+/* ---- the evidence ---- */
+
+enum verdict {
+	EARLIER,     /* the path's earlier holder wrote it: not the new holder's */
+	LATER,       /* the new holder's own */
+	AMBIGUOUS,   /* cannot tell: it stays, nothing is lost, and it is counted */
+};
+
+enum evidence { BY_NOTHING, BY_INDEX, BY_IDENTITY, BY_MAPPINGS };
+
+struct judgement {
+	enum verdict verdict;
+	enum evidence by;
+	const char *why;
+};
+
+/* A file the policy knew to hold only the earlier holder's entries at @seen_ns. */
+struct known_file {
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	uint64_t seen_ns;
+};
+
+static bool same_file(const struct map_info *mi, dev_t dev, ino_t ino)
 {
-	return boot_ns / (1000000000ull / a->ticks_per_sec);
-}
-
-int64_t real_of(const struct agent *a, uint64_t boot_ns)
-{
-	return a->boot_to_real_ns + (int64_t)boot_ns;
-}
-
-static bool foreign(const struct agent *a, const struct proc_event *ev)
-{
-	return ev->mnt_ns != a->self_mnt_ns || ev->pid_ns != a->self_pid_ns;
-}
-
-static struct proc *track(struct agent *a, const struct proc_event *ev)
-{
-	struct proc *p;
-	bool fresh;
-
-	p = proctab_get(&a->procs, ev->tgid, ticks_of(a, ev->start_ns), &fresh);
-	if (!p)
-		return NULL;
-	if (fresh || !ev->from_proc)
-		p->start_ns = ev->start_ns;
-	p->ppid = ev->ptgid ? ev->ptgid : p->ppid;
-	p->uid = ev->uid;
-	p->gid = ev->gid;
-	memcpy(p->comm, ev->comm, sizeof(p->comm));
-	p->comm[sizeof(p->comm) - 1] = '\0';
-	if (foreign(a, ev))
-		p->flags |= PROC_FOREIGN_NS;
-	return p;
-}
-
-/* The map at @pid's path, if an earlier process wrote it, goes to the archive. */
-static void clear_stale(struct agent *a, pid_t pid, uint64_t start_ns, const char *what)
-{
-	struct stat st;
-
-	if (mapfile_stat(a, pid, &st))
-		return;
-	if (!mapfile_older_than(&st, real_of(a, start_ns)))
-		return;
-	pr_info("%s %d: %s/perf-%d.map is older than the process: an earlier pid %d wrote it",
-		what, (int)pid, a->cfg.map_dir, (int)pid, (int)pid);
-	if (!archive_map(a, pid, 0, ARCHIVE_STALE, &st))
-		a->stats.stale_moved++;
-}
-
-static void log_copy(struct agent *a, const struct proc *p, const struct copy_result *res,
-		     uint64_t t0)
-{
-	double ms = (mono_ns() - t0) / 1e6;
-
-	switch (res->kind) {
-	case COPY_NO_PARENT_MAP:
-		return;
-	case COPY_CREATED:
-		a->stats.copies_created++;
-		pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms)",
-			(int)p->ppid, (int)p->tgid, p->comm, a->cfg.map_dir, (int)p->tgid,
-			res->entries, ms);
-		break;
-	case COPY_APPENDED:
-		a->stats.copies_appended++;
-		pr_info("copy %d -> %d (%s): %ld entries appended to the child's own %s/perf-%d.map (%.2f ms)",
-			(int)p->ppid, (int)p->tgid, p->comm, res->entries, a->cfg.map_dir,
-			(int)p->tgid, ms);
-		break;
-	case COPY_BY_RUNTIME:
-		a->stats.copies_by_runtime++;
-		pr_info("copy %d -> %d (%s): the runtime copied the parent's entries itself; nothing added",
-			(int)p->ppid, (int)p->tgid, p->comm);
-		return;
-	}
+	return mi->dev == dev && mi->ino == ino;
 }
 
 /*
- * Give @p its parent's entries; 0 done, -EAGAIN to try again later. @ts_ns
- * is the fork's time (0 unknown): a parent the index says had no map then
- * costs no lookup.
+ * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
+ * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
  */
-static int copy_from_parent(struct agent *a, struct proc *p, uint64_t pstart_ns, uint64_t ts_ns)
+static void judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+		  struct span change, const struct known_file *known, struct judgement *j)
 {
-	struct copy_req rq = {
-		.parent = p->ppid,
-		.parent_start_real_ns = real_of(a, pstart_ns),
-		.child = p->tgid,
-		.child_start_real_ns = real_of(a, p->start_ns),
-		.uid = p->uid,
-		.gid = p->gid,
-	};
-	struct copy_result res;
-	uint64_t t0 = mono_ns();
+	enum map_entries e;
+	bool before;
+
+	/* Unchanged since the earlier holder was the only writer: nothing of the new one's. */
+	if (known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo) {
+		j->by = BY_IDENTITY;
+		if (mi->size == known->size) {
+			j->verdict = EARLIER;
+			j->why = "the same file, unchanged since its earlier holder ended";
+		} else if (mi->size < known->size) {
+			j->verdict = LATER;
+			j->why = "the same file, rewritten since its earlier holder ended";
+		} else {
+			j->verdict = AMBIGUOUS;
+			j->why = "the earlier holder's file, appended to since: by the new holder?";
+		}
+		return;
+	}
+	if (span_before(change, mi->born)) {
+		*j = (struct judgement){ LATER, BY_INDEX, "made after it" };
+		return;
+	}
+	/*
+	 * Made before (or the index cannot say): the entries tell. The new
+	 * holder names code it has mapped; an earlier holder's addresses lie
+	 * in an address space that is gone.
+	 */
+	before = span_before(mi->born, change);
+	e = p->store.ops->entries(p->store.ctx, pid, start_ticks, change.hi, mi);
+	switch (e) {
+	case ENTRIES_MAPPED:
+		if (before)
+			*j = (struct judgement){ AMBIGUOUS, BY_MAPPINGS,
+				"made before it, but its newest entries name the process's memory: appended to since?" };
+		else
+			*j = (struct judgement){ LATER, BY_MAPPINGS,
+				"its newest entries name the process's memory" };
+		return;
+	case ENTRIES_UNMAPPED:
+		if (before)
+			*j = (struct judgement){ EARLIER, BY_INDEX, "made before it" };
+		else
+			*j = (struct judgement){ EARLIER, BY_MAPPINGS,
+				"none of its newest entries names the process's memory" };
+		return;
+	case ENTRIES_NONE:
+		if (before)
+			*j = (struct judgement){ EARLIER, BY_INDEX, "made before it (empty)" };
+		else
+			*j = (struct judgement){ AMBIGUOUS, BY_NOTHING,
+				"empty, and the index cannot say when it was made" };
+		return;
+	case ENTRIES_UNKNOWN:
+		break;
+	}
+	*j = (struct judgement){ AMBIGUOUS, BY_NOTHING, before ?
+		"made before it, but the process cannot be read to tell whether it appended since" :
+		"the index cannot say when it was made, and the process cannot be read" };
+}
+
+static void count_judgement(struct policy *p, const struct judgement *j)
+{
+	switch (j->by) {
+	case BY_INDEX: p->stats.by_index++; break;
+	case BY_IDENTITY: p->stats.by_identity++; break;
+	case BY_MAPPINGS: p->stats.by_mappings++; break;
+	case BY_NOTHING: break;
+	}
+	if (j->verdict == AMBIGUOUS)
+		p->stats.ambiguous_kept++;
+}
+
+/* ---- the store, with the dry run and the size bound in front ---- */
+
+static int look(struct policy *p, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	return p->store.ops->look(p->store.ctx, pid, at_ns, mi);
+}
+
+static bool too_large(struct policy *p, const char *what, pid_t pid, const struct map_info *mi)
+{
+	if (!p->cfg.max_map_bytes || mi->size <= p->cfg.max_map_bytes)
+		return false;
+	p->stats.too_large++;
+	pr_warn("%s %d: %s/perf-%d.map is %llu bytes, over --max-map-bytes %llu; left as it is",
+		what, (int)pid, p->cfg.map_dir, (int)pid, (unsigned long long)mi->size,
+		(unsigned long long)p->cfg.max_map_bytes);
+	return true;
+}
+
+static const char *const reason_words[] = {
+	[ARCHIVE_EXIT] = "its process exited",
+	[ARCHIVE_EXEC] = "its image exec'd",
+	[ARCHIVE_STALE] = "an earlier process with this pid wrote it",
+	[ARCHIVE_DROP] = "only perfmapd's copy of the parent's map, never written: deleted",
+};
+
+static void count_archived(struct policy *p, enum archive_reason why)
+{
+	switch (why) {
+	case ARCHIVE_EXEC: p->stats.exec_archived++; break;
+	case ARCHIVE_DROP: p->stats.exec_dropped++; break;
+	case ARCHIVE_STALE: p->stats.stale_archived++; break;
+	case ARCHIVE_EXIT: break;  /* the archive counts what it stores */
+	}
+}
+
+/* Move @mi out of @pid's path; 0, -EBUSY (open for writing), -ESTALE (another file now) or -errno. */
+static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		     const struct map_info *mi)
+{
 	int err;
 
-	if (!mapwatch__may_exist(a->watch, p->ppid, ts_ns))
+	if (too_large(p, "archive", pid, mi))
+		return -EFBIG;
+	if (p->cfg.dry_run) {
+		pr_info("dry-run: would move %s/perf-%d.map out of the way (%s)", p->cfg.map_dir,
+			(int)pid, reason_words[why]);
 		return 0;
-	err = mapfile_copy(a, &rq, &res);
-	if (err == -ESTALE) {
-		clear_stale(a, p->tgid, p->start_ns, "copy to");
-		err = mapfile_copy(a, &rq, &res);
 	}
+	err = p->store.ops->archive(p->store.ctx, pid, start_ticks, why, mi);
+	if (!err)
+		count_archived(p, why);
+	else if (err == -EBUSY)
+		p->stats.busy_deferred++;
+	return err;
+}
+
+/* ---- the process table ---- */
+
+static struct proc *track(struct policy *p, const struct policy_event *ev)
+{
+	struct proc *pr;
+	bool fresh;
+
+	pr = proctab_get(&p->procs, ev->pid, ev->start_ticks, &fresh);
+	if (!pr) {
+		p->stats.errors++;
+		return NULL;
+	}
+	/* A start time to the nanosecond (BPF) beats a whole tick (/proc). */
+	if (fresh || ev->start.lo == ev->start.hi)
+		pr->start = ev->start;
+	if (ev->ppid)
+		pr->ppid = ev->ppid;
+	pr->uid = ev->uid;
+	pr->gid = ev->gid;
+	memcpy(pr->comm, ev->comm, sizeof(pr->comm));
+	pr->comm[sizeof(pr->comm) - 1] = '\0';
+	if (ev->flags & POLICY_EVF_FOREIGN)
+		pr->flags |= PROC_FOREIGN_NS;
+	return pr;
+}
+
+static bool copied_here(const struct proc *pr, const struct map_info *mi)
+{
+	return (pr->flags & PROC_COPIED) && same_file(mi, pr->copy_dev, pr->copy_ino);
+}
+
+static void own_map(struct proc *pr, const struct map_info *mi)
+{
+	pr->own_dev = mi->dev;
+	pr->own_ino = mi->ino;
+}
+
+/* ---- exit ---- */
+
+/*
+ * The process (@pid, @start_ticks) ended at @at. Its map stays for the
+ * retention, unless it was made after the end by someone else.
+ */
+static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struct span at,
+			bool foreign, const char *comm, uint64_t now_ns)
+{
+	struct proc *pr = proctab_find(&p->procs, pid);
+	struct retained r = { .pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
+			      .reason = ARCHIVE_EXIT };
+	struct map_info mi;
+
+	if (pr && pr->start_ticks != start_ticks)
+		pr = NULL;  /* an end for a process we never knew under this pid */
+	if (foreign || (pr && (pr->flags & PROC_FOREIGN_NS)))
+		goto forget;
+	if (look(p, pid, at.hi == UINT64_MAX ? 0 : at.hi, &mi))
+		goto forget;
+	if (span_before(at, mi.born) && !(pr && copied_here(pr, &mi))) {
+		pr_debug("exit %d: %s/perf-%d.map was made after the exit: not its map",
+			 (int)pid, p->cfg.map_dir, (int)pid);
+		goto forget;
+	}
+	r.dev = mi.dev;
+	r.ino = mi.ino;
+	r.size = mi.size;
+	r.pid_free = !p->store.ops->pid_alive(p->store.ctx, pid);
+	r.seen_ns = now_ns;
+	r.deadline_ns = now_ns + p->cfg.retention_ns;
+	if (retention__add(p->retained, &r)) {
+		p->stats.errors++;
+		goto forget;
+	}
+	p->stats.retained_total++;
+	pr_info("exit %d (%s): %s/perf-%d.map stays for %llus, then goes to %s", (int)pid,
+		pr ? pr->comm : comm, p->cfg.map_dir, (int)pid,
+		(unsigned long long)(p->cfg.retention_ns / 1000000000), p->cfg.archive_dir);
+forget:
+	if (pr)
+		proctab_remove(&p->procs, pid);
+}
+
+/* ---- a new holder of a pid ---- */
+
+/*
+ * @pr is a process new at its pid. A map an earlier holder left at the path
+ * goes to the archive before @pr's runtime appends to it; a map @pr made
+ * itself stays.
+ */
+static void claim_path(struct policy *p, struct proc *pr, const char *what)
+{
+	struct retained *r = retention__find(p->retained, pr->tgid);
+	struct known_file known, *kp = NULL;
+	struct judgement j;
+	struct map_info mi;
+	uint64_t start_ticks = 0;
+	int err;
+
+	if (r) {
+		/* What it was when its earlier holder ended, if no process held the pid then. */
+		if (r->pid_free) {
+			known = (struct known_file){ r->dev, r->ino, r->size, r->seen_ns };
+			kp = &known;
+		}
+		start_ticks = r->start_ticks;
+		/* The entry must not outlive its pid, whatever became of its file. */
+		retention__forget(p->retained, pr->tgid);
+	}
+	if (look(p, pr->tgid, pr->start.lo, &mi))
+		return;
+	if (pr->own_ino && same_file(&mi, pr->own_dev, pr->own_ino))
+		return;
+	judge(p, pr->tgid, pr->start_ticks, &mi, pr->start, kp, &j);
+	count_judgement(p, &j);
+	if (j.verdict != EARLIER) {
+		own_map(pr, &mi);
+		if (j.verdict == AMBIGUOUS)
+			pr_info("%s %d (%s): %s/perf-%d.map kept: %s; which process wrote it is not clear",
+				what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+		return;
+	}
+	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,
+		pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi);
+	if (err == -EBUSY) {
+		/* Its earlier holder is gone: the writer is the new one, taking it. */
+		p->stats.ambiguous_kept++;
+		pr_info("%s %d (%s): %s/perf-%d.map is open for writing: kept for it", what,
+			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid);
+	}
+}
+
+/* ---- fork: the parent's entries for the child ---- */
+
+static void log_copy(struct policy *p, const struct proc *pr, const struct copy_result *res)
+{
+	double ms = res->took_ns / 1e6;
+
+	switch (res->kind) {
+	case COPY_CREATED:
+		p->stats.copies_created++;
+		pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms)",
+			(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
+			res->entries, ms);
+		break;
+	case COPY_APPENDED:
+		p->stats.copies_appended++;
+		pr_info("copy %d -> %d (%s): %ld entries appended to the child's own %s/perf-%d.map (%.2f ms)",
+			(int)pr->ppid, (int)pr->tgid, pr->comm, res->entries, p->cfg.map_dir,
+			(int)pr->tgid, ms);
+		break;
+	case COPY_BY_RUNTIME:
+		p->stats.copies_by_runtime++;
+		pr_info("copy %d -> %d (%s): the runtime copied the parent's entries itself; nothing added",
+			(int)pr->ppid, (int)pr->tgid, pr->comm);
+		break;
+	}
+}
+
+static bool execd(struct policy *p, const struct proc *pr)
+{
+	if (!p->store.ops->execd_since(p->store.ctx, pr->tgid, pr->start.lo))
+		return false;
+	p->stats.copies_skipped_exec++;
+	pr_debug("copy %d -> %d (%s): the child exec'd already; its new image has none of the parent's code",
+		 (int)pr->ppid, (int)pr->tgid, pr->comm);
+	return true;
+}
+
+/* Is @pm, the map at the parent's path, the parent's own? Judged once per file. */
+static bool parents_own(struct policy *p, struct proc *parent, const struct map_info *pm)
+{
+	struct judgement j;
+
+	if (!parent || (parent->own_ino && same_file(pm, parent->own_dev, parent->own_ino)))
+		return true;
+	judge(p, parent->tgid, parent->start_ticks, pm, parent->start, NULL, &j);
+	if (j.verdict == EARLIER) {
+		pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied", (int)parent->tgid,
+			p->cfg.map_dir, (int)parent->tgid, j.why);
+		return false;
+	}
+	own_map(parent, pm);
+	return true;
+}
+
+/* Give @pr its parent's entries; 0 done, -EAGAIN to try again later. */
+static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at)
+{
+	struct proc *parent = proctab_find(&p->procs, pr->ppid);
+	struct copy_req rq = { .parent = pr->ppid, .child = pr->tgid, .uid = pr->uid,
+			       .gid = pr->gid };
+	struct copy_result res = { 0 };
+	struct map_info pm;
+	int err;
+
+	if (parent && parent->start.hi < pstart.lo)
+		parent = NULL;  /* the table holds a later process at the parent's pid */
+	if (look(p, pr->ppid, at.hi == UINT64_MAX ? 0 : at.hi, &pm))
+		return 0;
+	if (execd(p, pr) || too_large(p, "copy", pr->ppid, &pm) || !parents_own(p, parent, &pm))
+		return 0;
+	if (p->cfg.dry_run) {
+		pr_info("dry-run: would copy %s/perf-%d.map to %s/perf-%d.map", p->cfg.map_dir,
+			(int)pr->ppid, p->cfg.map_dir, (int)pr->tgid);
+		return 0;
+	}
+	rq.parent_map = &pm;
+	err = p->store.ops->copy_create(p->store.ctx, &rq, &res);
+	/* The child has a map: its runtime's, unless an exec made it a new image's. */
+	if (err == -EEXIST && !execd(p, pr))
+		err = p->store.ops->copy_append(p->store.ctx, &rq, &res);
+	else if (err == -EEXIST)
+		return 0;
 	if (err == -EAGAIN)
 		return err;
 	if (err) {
-		a->stats.copies_failed++;
-		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)p->ppid, (int)p->tgid,
-		       a->cfg.map_dir, (int)res.on_pid, res.why ? res.why : "",
+		p->stats.copies_failed++;
+		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)pr->ppid, (int)pr->tgid,
+		       p->cfg.map_dir, (int)pr->tgid, res.why ? res.why : "",
 		       res.refused ? "" : ": ", res.refused ? "" : strerror(-err));
 		return 0;
 	}
-	/* Known at once, not when inotify says so: its exit may be in this batch. */
-	if (res.kind == COPY_CREATED && !a->cfg.dry_run)
-		mapwatch__set(a, p->tgid, true);
-	if (res.kind == COPY_CREATED || res.kind == COPY_APPENDED) {
-		p->flags |= PROC_COPIED;
-		p->copy_size = res.size;
-		p->copy_mtime_ns = res.mtime_ns;
+	if (res.kind != COPY_BY_RUNTIME) {
+		pr->flags |= PROC_COPIED;
+		pr->copy_dev = res.map.dev;
+		pr->copy_ino = res.map.ino;
+		pr->copy_size = res.map.size;
+		own_map(pr, &res.map);
 	}
-	log_copy(a, p, &res, t0);
+	log_copy(p, pr, &res);
 	return 0;
 }
 
-void policy_fork(struct agent *a, const struct proc_event *ev)
+static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *p, *old = proctab_find(&a->procs, ev->tgid);
+	struct proc *pr = proctab_find(&p->procs, ev->pid);
 
-	/* The pid's earlier holder died unseen (events were lost). */
-	if (old && old->start_ticks != ticks_of(a, ev->start_ns)) {
-		struct proc_event gone = { .type = PERFMAPD_EV_EXIT, .tgid = old->tgid,
-					   .start_ns = old->start_ns, .mnt_ns = a->self_mnt_ns,
-					   .pid_ns = a->self_pid_ns, .from_proc = true };
-
-		if (old->flags & PROC_FOREIGN_NS)
-			gone.mnt_ns = 0;
-		policy_exit(a, &gone);
-	}
-	p = track(a, ev);
-	if (!p) {
-		a->stats.errors++;
+	/* The pid's earlier holder ended unseen (events were lost). */
+	if (pr && pr->start_ticks != ev->start_ticks)
+		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	pr = track(p, ev);
+	if (!pr)
 		return;
-	}
-	if (p->flags & PROC_FOREIGN_NS) {
-		a->stats.foreign_ns++;
+	if (pr->flags & PROC_FOREIGN_NS) {
+		p->stats.foreign_ns++;
 		pr_debug("fork %d -> %d (%s): another mount or pid namespace; left alone",
-			 (int)ev->ptgid, (int)ev->tgid, p->comm);
+			 (int)ev->ppid, (int)ev->pid, pr->comm);
 		return;
 	}
-	/* Even if its file is gone: the entry must not outlive its pid. */
-	retain_evict_pid(a, ev->tgid);
-	if (mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns))
-		clear_stale(a, ev->tgid, ev->start_ns, "fork");
+	claim_path(p, pr, "fork");
 	/* A vfork child shares the parent's memory only until it execs. */
-	if (ev->flags & (PERFMAPD_EVF_VFORK | POLICY_TRACK_ONLY))
+	if (ev->flags & POLICY_EVF_VFORK)
 		return;
-	p->retry_pstart_ns = ev->pstart_ns;
-	if (copy_from_parent(a, p, ev->pstart_ns, ev->ts_ns) == -EAGAIN)
-		p->retries = COPY_RETRIES;
+	pr->retry_pstart = ev->pstart;
+	if (copy_from_parent(p, pr, ev->pstart, ev->at) == -EAGAIN)
+		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
 }
 
-void policy_retry(struct agent *a)
+/* A process a /proc scan found: as a fork, but it gets a copy only if it still runs its parent's image. */
+static void on_found(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *p;
+	struct proc *pr = proctab_find(&p->procs, ev->pid), *parent;
+	struct map_info mi;
+
+	if (pr && pr->start_ticks != ev->start_ticks)
+		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	pr = track(p, ev);
+	if (!pr)
+		return;
+	if (pr->flags & PROC_FOREIGN_NS) {
+		p->stats.foreign_ns++;
+		return;
+	}
+	claim_path(p, pr, "scan");
+	parent = proctab_find(&p->procs, pr->ppid);
+	if (!parent || (parent->flags & PROC_FOREIGN_NS) || !look(p, pr->tgid, 0, &mi) ||
+	    look(p, pr->ppid, 0, &mi) ||
+	    !p->store.ops->same_image(p->store.ctx, pr->tgid, pr->ppid))
+		return;
+	pr_info("scan: %d (%s) forked from %d unseen; copying", (int)pr->tgid, pr->comm,
+		(int)pr->ppid);
+	pr->retry_pstart = parent->start;
+	if (copy_from_parent(p, pr, parent->start, SPAN_UNKNOWN) == -EAGAIN)
+		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
+}
+
+/* ---- exec ---- */
+
+static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
+{
+	enum archive_reason why = ARCHIVE_EXEC;
+	struct proc *pr = track(p, ev);
+	struct judgement j;
+	struct map_info mi;
+	int err;
+
+	if (!pr)
+		return;
+	pr->retry_until_ns = 0;
+	if (pr->flags & PROC_FOREIGN_NS)
+		goto forget_copy;
+	if (look(p, pr->tgid, ev->at.hi == UINT64_MAX ? 0 : ev->at.hi, &mi))
+		goto forget_copy;
+	if (copied_here(pr, &mi) && mi.size == pr->copy_size) {
+		/* Only the parent's entries, as perfmapd wrote them: none is the new image's. */
+		j = (struct judgement){ EARLIER, BY_IDENTITY, "only perfmapd's copy, unchanged" };
+		why = ARCHIVE_DROP;
+	} else if (copied_here(pr, &mi) && span_before(ev->at, mi.born)) {
+		/* A copy made late, after the exec: only the new image can have written to it. */
+		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
+			"perfmapd's copy, made after the exec and written since by the new image" };
+	} else {
+		judge(p, pr->tgid, pr->start_ticks, &mi, ev->at, NULL, &j);
+	}
+	count_judgement(p, &j);
+	switch (j.verdict) {
+	case LATER:
+		p->stats.exec_kept++;
+		own_map(pr, &mi);
+		pr_info("exec %d (%s): %s/perf-%d.map is the new image's: %s; kept", (int)pr->tgid,
+			pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+		goto forget_copy;
+	case AMBIGUOUS:
+		own_map(pr, &mi);
+		pr_info("exec %d (%s): %s/perf-%d.map kept: %s; which image wrote it is not clear",
+			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+		goto forget_copy;
+	case EARLIER:
+		break;
+	}
+	pr_info("exec %d (%s): %s/perf-%d.map is the old image's: %s", (int)pr->tgid, pr->comm,
+		p->cfg.map_dir, (int)pr->tgid, j.why);
+	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi);
+	/*
+	 * The exec closed the old image's fd, but the kernel finishes closing it
+	 * only as the task returns to user space: try again shortly.
+	 */
+	if (err == -EBUSY) {
+		struct retained r = { .pid = pr->tgid, .start_ticks = pr->start_ticks,
+				      .reason = why, .dev = mi.dev, .ino = mi.ino, .size = mi.size };
+
+		if (retention__add_move(p->retained, &r, now_ns))
+			p->stats.errors++;
+	}
+forget_copy:
+	pr->flags &= ~PROC_COPIED;
+}
+
+/* ---- maps found in the directory ---- */
+
+static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
+{
+	struct proc *pr = proctab_find(&p->procs, pid);
+	struct retained r = { .pid = pid, .kind = RETAIN_EXITED, .reason = ARCHIVE_EXIT,
+			      .pid_free = true };
+	struct map_info mi;
+
+	if (retention__find(p->retained, pid))
+		return;
+	if (pr) {
+		if (!(pr->flags & PROC_FOREIGN_NS))
+			claim_path(p, pr, "scan");
+		return;
+	}
+	/* Alive but not in the table yet: its fork event is still queued. */
+	if (p->store.ops->pid_alive(p->store.ctx, pid) || look(p, pid, 0, &mi))
+		return;
+	/* Nobody holds the pid: its writer ended while the agent did not watch. */
+	r.dev = mi.dev;
+	r.ino = mi.ino;
+	r.size = mi.size;
+	r.seen_ns = now_ns;
+	r.deadline_ns = now_ns + p->cfg.retention_ns;
+	if (retention__add(p->retained, &r)) {
+		p->stats.errors++;
+		return;
+	}
+	p->stats.retained_total++;
+	pr_info("scan: %s/perf-%d.map has no process; kept %llus, then archived", p->cfg.map_dir,
+		(int)pid, (unsigned long long)(p->cfg.retention_ns / 1000000000));
+}
+
+/* ---- timers ---- */
+
+static enum retain_result on_due(void *ctx, const struct retained *e)
+{
+	struct policy *p = ctx;
+	struct map_info mi;
+	int err;
+
+	/* Gone, or another file by now: nothing of this entry's is left to move. */
+	if (look(p, e->pid, 0, &mi) || !same_file(&mi, e->dev, e->ino))
+		return RETAIN_DONE;
+	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi);
+	if (err != -EBUSY)
+		return RETAIN_DONE;
+	if (e->kind == RETAIN_EXITED)
+		pr_info("archive %s/perf-%d.map: still open for writing; trying again in %llu s",
+			p->cfg.map_dir, (int)e->pid,
+			(unsigned long long)(RETRY_EXITED_NS / 1000000000));
+	return RETAIN_BUSY;
+}
+
+static void on_gave_up(void *ctx, const struct retained *e)
+{
+	struct policy *p = ctx;
+
+	p->stats.ambiguous_kept++;
+	pr_warn("exec %d: %s/perf-%d.map stays open for writing (the new image took it?); left in place",
+		(int)e->pid, p->cfg.map_dir, (int)e->pid);
+}
+
+static void retry_copies(struct policy *p, uint64_t now_ns)
+{
+	struct proc *pr;
 	size_t i;
 
-	proctab_for_each(&a->procs, i, p) {
-		if (!p->retries)
+	proctab_for_each(&p->procs, i, pr) {
+		if (!pr->retry_until_ns)
 			continue;
-		if (copy_from_parent(a, p, p->retry_pstart_ns, 0) != -EAGAIN) {
-			p->retries = 0;
-		} else if (!--p->retries) {
-			a->stats.copies_failed++;
+		if (copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN) != -EAGAIN) {
+			pr->retry_until_ns = 0;
+		} else if (now_ns >= pr->retry_until_ns) {
+			pr->retry_until_ns = 0;
+			p->stats.copies_failed++;
 			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
-			       (int)p->ppid, (int)p->tgid, a->cfg.map_dir, (int)p->tgid);
+			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
 		}
 	}
 }
 
-void policy_exec(struct agent *a, const struct proc_event *ev)
+void policy__tick(struct policy *p, uint64_t now_ns)
 {
-	struct proc *p = track(a, ev);
-	enum archive_reason why = ARCHIVE_EXEC;
-	struct proc_info pi;
-	struct stat st;
-	int err;
+	const struct retention_cb cb = { .due = on_due, .gave_up = on_gave_up, .ctx = p };
 
-	if (!p) {
-		a->stats.errors++;
-		return;
-	}
-	p->retries = 0;
-	if (p->flags & PROC_FOREIGN_NS)
-		return;
-	if (!mapwatch__may_exist(a->watch, p->tgid, ev->ts_ns) || mapfile_stat(a, p->tgid, &st))
-		goto forget_copy;
-	if (mapfile_older_than(&st, real_of(a, p->start_ns))) {
-		clear_stale(a, p->tgid, p->start_ns, "exec");
-		goto forget_copy;
-	}
-
-	/*
-	 * Written after the exec (events can be read late): the new image's own.
-	 * File times lag by up to a tick, so a write in the tick after the exec
-	 * can look earlier; such a map is moved only if no one has it open for
-	 * writing, and a runtime keeps its map open.
-	 */
-	if (ev->ts_ns && mapfile_mtime_ns(&st) > real_of(a, ev->ts_ns)) {
-		pr_info("exec %d (%s): %s/perf-%d.map was written after the exec; kept for the new image",
-			(int)p->tgid, p->comm, a->cfg.map_dir, (int)p->tgid);
-		goto forget_copy;
-	}
-	/*
-	 * Read so late that the process is gone: which image wrote the map is
-	 * unclear, and queued forks may still need it. Its exit retains it.
-	 */
-	if (procfs_read(p->tgid, &pi) || pi.start_ticks != p->start_ticks)
-		goto forget_copy;
-	if ((p->flags & PROC_COPIED) && (uint64_t)st.st_size == p->copy_size &&
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == p->copy_mtime_ns)
-		why = ARCHIVE_DROP;
-	err = archive_map(a, p->tgid, p->start_ticks, why, &st);
-	if (!err)
-		why == ARCHIVE_DROP ? a->stats.exec_dropped++ : a->stats.exec_archived++;
-	/*
-	 * Open for writing. Read at once (the BPF side knew of the map, the
-	 * event was urgent), that is the old image's fd, not yet released by
-	 * the exec: try again shortly. Read late, it is the new image's own.
-	 */
-	else if (err == -EBUSY && (ev->flags & PERFMAPD_EVF_MAPPED))
-		retain_retry_exec(a, p->tgid, p->start_ticks, &st, why);
-forget_copy:
-	p->flags &= ~PROC_COPIED;
+	retry_copies(p, now_ns);
+	retention__expire(p->retained, now_ns, &cb);
 }
 
-void policy_exit(struct agent *a, const struct proc_event *ev)
+uint64_t policy__next_deadline(const struct policy *p)
 {
-	struct proc *p = proctab_find(&a->procs, ev->tgid);
-	uint64_t start_ticks = ticks_of(a, ev->start_ns);
-	struct stat st;
+	return retention__next_move(p->retained);
+}
 
-	if (p && p->start_ticks != start_ticks)
-		p = NULL;  /* an exit for a process we never knew under this pid */
-	if (foreign(a, ev) || (p && (p->flags & PROC_FOREIGN_NS)))
-		goto forget;
-	if (!mapwatch__may_exist(a->watch, ev->tgid, ev->ts_ns) || mapfile_stat(a, ev->tgid, &st))
-		goto forget;
-	if (mapfile_older_than(&st, real_of(a, ev->start_ns))) {
-		clear_stale(a, ev->tgid, ev->start_ns, "exit");
-		goto forget;
+/* ---- the interface ---- */
+
+struct policy *policy__new(const struct policy_config *cfg, struct mapstore store)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->cfg = *cfg;
+	p->store = store;
+	p->retained = retention__new();
+	if (!p->retained || proctab_init(&p->procs)) {
+		policy__free(p);
+		return NULL;
 	}
-	retain_add(a, ev->tgid, start_ticks, &st, mono_ns() + a->cfg.retention_s * 1000000000ull);
-	pr_info("exit %d (%s): %s/perf-%d.map stays for %llus, then goes to %s",
-		(int)ev->tgid, p ? p->comm : ev->comm, a->cfg.map_dir, (int)ev->tgid,
-		(unsigned long long)a->cfg.retention_s, a->cfg.archive_dir);
-forget:
-	if (p)
-		proctab_remove(&a->procs, ev->tgid);
+	return p;
+}
+
+void policy__free(struct policy *p)
+{
+	if (!p)
+		return;
+	proctab_fini(&p->procs);
+	retention__free(p->retained);
+	free(p);
+}
+
+void policy__event(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
+{
+	switch (ev->type) {
+	case POLICY_EV_FORK:
+		on_fork(p, ev, now_ns);
+		break;
+	case POLICY_EV_FOUND:
+		on_found(p, ev, now_ns);
+		break;
+	case POLICY_EV_EXEC:
+		on_exec(p, ev, now_ns);
+		break;
+	case POLICY_EV_EXIT:
+		end_process(p, ev->pid, ev->start_ticks, ev->at,
+			    ev->flags & POLICY_EVF_FOREIGN, ev->comm, now_ns);
+		break;
+	case POLICY_EV_MAP:
+		on_map(p, ev->pid, now_ns);
+		break;
+	}
+}
+
+void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
+{
+	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
+		return;
+	on_map(p, pid, now_ns);
+}
+
+bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks)
+{
+	struct proc *pr = proctab_find(&p->procs, pid);
+
+	if (!pr || pr->start_ticks != start_ticks)
+		return false;
+	pr->flags |= PROC_SEEN;
+	return true;
+}
+
+void policy__sweep(struct policy *p, uint64_t now_ns)
+{
+	struct proc *pr, *next;
+	size_t i;
+
+	for (i = 0; i < p->procs.nbuckets; i++) {
+		for (pr = p->procs.buckets[i]; pr; pr = next) {
+			next = pr->next;
+			if (pr->flags & PROC_SEEN) {
+				pr->flags &= ~PROC_SEEN;
+				continue;
+			}
+			end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+		}
+	}
+}
+
+const struct policy_stats *policy__stats(const struct policy *p)
+{
+	return &p->stats;
+}
+
+size_t policy__processes(const struct policy *p)
+{
+	return p->procs.count;
+}
+
+size_t policy__retained(const struct policy *p)
+{
+	return retention__count(p->retained, RETAIN_EXITED);
+}
+
+void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	struct proc *pr;
+	size_t i;
+
+	proctab_for_each(&p->procs, i, pr)
+		if (!(pr->flags & PROC_FOREIGN_NS))
+			fn(pr->tgid, ctx);
 }

@@ -1,39 +1,197 @@
-/* What perfmapd does on each process event: the policy, in one place. */
+/*
+ * The policy: what each process event means for the maps, decided in one
+ * place. Events come in (from BPF, or made by a scan of /proc and the map
+ * directory); the policy weighs the evidence the map store gives and acts
+ * through the store. Time comes in with each call. Nothing here touches the
+ * system, so unit tests drive it with a fake store and a fake clock.
+ */
 #ifndef PERFMAPD_POLICY_H
 #define PERFMAPD_POLICY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-struct agent;
+#include "clock.h"
 
-/* proc_event.flags beside PERFMAPD_EVF_*: record the process, copy nothing. */
-#define POLICY_TRACK_ONLY (1u << 31)
+/* ---- what comes in ---- */
 
-/* An event from BPF, or one a /proc resync inferred. */
-struct proc_event {
-	uint32_t type;            /* PERFMAPD_EV_* */
-	uint32_t flags;           /* PERFMAPD_EVF_* */
-	pid_t tgid;
-	pid_t ptgid;
-	uint64_t start_ns;        /* CLOCK_BOOTTIME */
-	uint64_t pstart_ns;
-	uint64_t ts_ns;           /* CLOCK_BOOTTIME of the event itself; 0 unknown */
-	uid_t uid;
-	gid_t gid;
-	uint64_t mnt_ns;
-	uint64_t pid_ns;
-	char comm[16];
-	bool from_proc;           /* times are whole clock ticks */
+enum policy_event_type {
+	POLICY_EV_FORK = 1,   /* a new process (from BPF: PERFMAPD_EV_FORK) */
+	POLICY_EV_EXEC = 2,   /* a process replaced its image */
+	POLICY_EV_EXIT = 3,   /* a process ended */
+	POLICY_EV_FOUND,      /* a scan of /proc found a process the table lacks */
+	POLICY_EV_MAP,        /* a map is in the directory: a listing found it, or it appeared for a pid the table lacks */
 };
 
-void policy_fork(struct agent *a, const struct proc_event *ev);
-void policy_exec(struct agent *a, const struct proc_event *ev);
-void policy_exit(struct agent *a, const struct proc_event *ev);
-/* Retry copies that found the child's map in the middle of a line. */
-void policy_retry(struct agent *a);
+enum policy_event_flags {
+	POLICY_EVF_VFORK = 1 << 0,   /* the child shares the parent's memory until it execs */
+	POLICY_EVF_FOREIGN = 1 << 1, /* another mount or pid namespace: its /tmp is not ours */
+};
 
-uint64_t ticks_of(const struct agent *a, uint64_t boot_ns);
-int64_t real_of(const struct agent *a, uint64_t boot_ns);
+struct policy_event {
+	enum policy_event_type type;
+	uint32_t flags;
+	pid_t pid;
+	pid_t ppid;                /* fork, found: the parent */
+	uint64_t start_ticks;      /* the process's identity with @pid (/proc/<pid>/stat field 22) */
+	struct span start;         /* when the process started */
+	struct span pstart;        /* fork: when the parent started */
+	struct span at;            /* when the event happened; SPAN_UNKNOWN from a scan */
+	uid_t uid;
+	gid_t gid;
+	char comm[16];             /* printable: the event source escaped it */
+};
+
+/* ---- the evidence and the actions, through the map store ---- */
+
+/* The map at a pid's path, as the store sees it now. */
+struct map_info {
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	uid_t uid;
+	/* When this inode appeared at the path, per the inotify index; SPAN_UNKNOWN if it cannot say. */
+	struct span born;
+};
+
+/* Do a map's newest entries name memory the process has mapped? */
+enum map_entries {
+	ENTRIES_UNKNOWN,    /* the process is gone, or the file or /proc could not be read */
+	ENTRIES_NONE,       /* no complete entry */
+	ENTRIES_MAPPED,     /* at least one lies in the process's mappings */
+	ENTRIES_UNMAPPED,   /* entries, and none lies in its mappings */
+};
+
+struct copy_req {
+	pid_t parent, child;
+	uid_t uid;                 /* the child's: the copy is its file */
+	gid_t gid;
+	const struct map_info *parent_map;
+};
+
+enum copy_kind {
+	COPY_CREATED,              /* a new map holding the parent's entries */
+	COPY_APPENDED,             /* the child's own map took the parent's entries */
+	COPY_BY_RUNTIME,           /* the child's map already starts with the parent's entries */
+};
+
+struct copy_result {
+	enum copy_kind kind;
+	long entries;
+	struct map_info map;       /* the child's map as the copy left it */
+	uint64_t took_ns;
+	const char *why;           /* words for an error */
+	bool refused;              /* @why is the hardened open's refusal, whole */
+};
+
+enum archive_reason {
+	ARCHIVE_EXIT,              /* retention over */
+	ARCHIVE_EXEC,              /* the image that wrote it is gone */
+	ARCHIVE_STALE,             /* an earlier holder of the pid wrote it */
+	ARCHIVE_DROP,              /* only perfmapd's copy, never written: deleted */
+};
+
+struct mapstore_ops {
+	/*
+	 * The map at @pid's path: 0, or -ENOENT when there is none, or when the
+	 * index knows there was none at @at_ns (CLOCK_BOOTTIME; 0: now), which
+	 * costs no system call.
+	 */
+	int (*look)(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi);
+	/*
+	 * Whether @mi's newest entries lie in the mappings of (@pid,
+	 * @start_ticks) as its image was at @image_ns: ENTRIES_UNKNOWN when it
+	 * has exec'd since, and its mappings are a later image's.
+	 */
+	enum map_entries (*entries)(void *ctx, pid_t pid, uint64_t start_ticks, uint64_t image_ns,
+				    const struct map_info *mi);
+	/* Did @pid exec since @since_ns? The kernel's record, not a guess. */
+	bool (*execd_since)(void *ctx, pid_t pid, uint64_t since_ns);
+	/* Does any process hold @pid now? */
+	bool (*pid_alive)(void *ctx, pid_t pid);
+	/* Does @child run the same executable as @parent (no exec since the fork)? */
+	bool (*same_image)(void *ctx, pid_t child, pid_t parent);
+	/* Make the child's map with the parent's entries; -EEXIST when the child has a map. */
+	int (*copy_create)(void *ctx, const struct copy_req *rq, struct copy_result *res);
+	/* Append them to the child's own map; -EAGAIN while it ends in a partial line. */
+	int (*copy_append)(void *ctx, const struct copy_req *rq, struct copy_result *res);
+	/*
+	 * Move the map at @pid's path, which must still be @expect (-ESTALE), out
+	 * of the way: into the archive, or deleted for ARCHIVE_DROP. -EBUSY while
+	 * a process has it open for writing.
+	 */
+	int (*archive)(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		       const struct map_info *expect);
+};
+
+struct mapstore {
+	const struct mapstore_ops *ops;
+	void *ctx;
+};
+
+/* ---- configuration and counters ---- */
+
+struct policy_config {
+	const char *map_dir;          /* for messages */
+	const char *archive_dir;
+	uint64_t retention_ns;        /* how long an exited process's map stays */
+	uint64_t max_map_bytes;       /* larger maps are neither copied nor archived */
+	bool dry_run;                 /* decide and say so; change nothing */
+};
+
+/* What `perfmapctl status` reports of the policy; every counter only grows. */
+struct policy_stats {
+	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
+	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
+	uint64_t foreign_ns;           /* processes in another mount or pid namespace */
+	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */
+	uint64_t exec_archived;        /* the old image's map */
+	uint64_t exec_dropped;         /* only our copy, never written */
+	uint64_t exec_kept;            /* the new image's own, kept */
+	uint64_t ambiguous_kept;       /* the evidence could not tell: kept, nothing lost */
+	uint64_t by_index, by_identity, by_mappings;  /* which evidence decided */
+	uint64_t retained_total;       /* exited processes' maps kept for --retention */
+	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
+	uint64_t busy_deferred;        /* open for writing: not moved this time */
+	uint64_t errors;
+};
+
+/* ---- the policy ---- */
+
+struct policy;
+
+struct policy *policy__new(const struct policy_config *cfg, struct mapstore store);
+void policy__free(struct policy *p);
+
+/*
+ * Handle one event. @now_ns is CLOCK_BOOTTIME, like every time the policy
+ * keeps: the events' times are on it.
+ */
+void policy__event(struct policy *p, const struct policy_event *ev, uint64_t now_ns);
+/*
+ * A map appeared at @pid's path (the index saw it). When no known process
+ * holds the pid, it is handled as a map a listing found; else nothing.
+ */
+void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns);
+/* Timers: copies waiting for a runtime to finish its line, retention, busy retries. */
+void policy__tick(struct policy *p, uint64_t now_ns);
+/*
+ * When policy__tick() must run next at the latest, if sooner than the
+ * caller's regular tick (a busy move retried within milliseconds), else
+ * UINT64_MAX.
+ */
+uint64_t policy__next_deadline(const struct policy *p);
+
+/* A scan of /proc: mark every process still there, then end the unmarked ones. */
+bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks);
+void policy__sweep(struct policy *p, uint64_t now_ns);
+
+const struct policy_stats *policy__stats(const struct policy *p);
+size_t policy__processes(const struct policy *p);
+/* Exited processes' maps waiting at their paths. */
+size_t policy__retained(const struct policy *p);
+/* Calls @fn for every tracked process of ours (not foreign). */
+void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
 #endif /* PERFMAPD_POLICY_H */

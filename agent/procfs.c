@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,21 @@ int procfs_read(pid_t pid, struct proc_info *pi)
 	pi->mnt_ns = procfs_ns(pid, "mnt");
 	pi->pid_ns = procfs_ns(pid, "pid");
 	return 0;
+}
+
+bool procfs_is(pid_t pid, uint64_t start_ticks)
+{
+	struct proc_info pi;
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return !read_small(path, buf, sizeof(buf)) && !parse_stat(buf, &pi) &&
+	       pi.start_ticks == start_ticks;
+}
+
+bool procfs_pid_alive(pid_t pid)
+{
+	return !kill(pid, 0) || errno != ESRCH;
 }
 
 int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino)

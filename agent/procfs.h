@@ -2,6 +2,7 @@
 #ifndef PERFMAPD_PROCFS_H
 #define PERFMAPD_PROCFS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,10 @@ struct proc_info {
 
 /* 0, -ENOENT when the process is gone, or -errno. */
 int procfs_read(pid_t pid, struct proc_info *pi);
+/* Is (@pid, @start_ticks) alive, the same process? */
+bool procfs_is(pid_t pid, uint64_t start_ticks);
+/* Does any process hold @pid? */
+bool procfs_pid_alive(pid_t pid);
 /* The executable's identity: a child that did not exec shares its parent's. */
 int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino);
 /* Namespace inode of "mnt" or "pid" for @pid (0: ourselves). */

@@ -6,10 +6,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
+
 enum proc_flags {
 	PROC_FOREIGN_NS = 1 << 0,  /* another mount or pid namespace: its /tmp is not ours */
-	PROC_COPIED = 1 << 1,      /* perfmapd wrote the parent's entries into its map */
-	PROC_SEEN = 1 << 2,        /* mark for a /proc resync */
+	PROC_COPIED = 1 << 1,      /* @copy: the map perfmapd made or appended to for it */
+	PROC_SEEN = 1 << 2,        /* mark for a /proc scan */
 };
 
 struct proc {
@@ -17,16 +19,20 @@ struct proc {
 	pid_t tgid;
 	pid_t ppid;
 	uint64_t start_ticks;      /* /proc/<pid>/stat field 22: the identity */
-	uint64_t start_ns;         /* CLOCK_BOOTTIME ns; ticks * 10^9/HZ when from /proc */
+	struct span start;         /* CLOCK_BOOTTIME; a whole tick when read from /proc */
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;
-	/* The map as perfmapd left it after a copy: was it written since? */
+	/* The child's map as perfmapd's copy left it: was it written since? */
+	dev_t copy_dev;
+	ino_t copy_ino;
 	uint64_t copy_size;
-	int64_t copy_mtime_ns;
+	/* The map last judged its own: not weighed again while it stays. */
+	dev_t own_dev;
+	ino_t own_ino;
 	/* A copy waiting for the child's runtime to finish a line. */
-	unsigned int retries;
-	uint64_t retry_pstart_ns;
+	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
+	struct span retry_pstart;
 	char comm[16];
 };
 

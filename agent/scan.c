@@ -1,191 +1,112 @@
 /*
  * Catching up. At start (or restart after a crash) and whenever the ring
  * buffer dropped events, /proc and the map directory are the truth: this
- * file turns their difference with the process table into the same fork and
- * exit decisions the events would have caused (policy.c).
+ * file turns what they show into events for the policy, which decides as it
+ * does for the events BPF sends.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "archive.h"
+#include "clock.h"
 #include "log.h"
-#include "mapfile.h"
-#include "mapwatch.h"
-#include "perfmapd_event.h"
+#include "mapname.h"
 #include "policy.h"
 #include "procfs.h"
 #include "scan.h"
 
-struct scan_ctx {
-	struct agent *a;
-	struct proc_info *fresh;  /* processes the table did not have */
-	size_t nfresh, cap;
+struct found {
+	const struct scan_env *env;
+	struct proc_info *v;  /* processes the table does not have */
+	size_t n, cap;
 };
-
-static void event_of(const struct agent *a, const struct proc_info *pi, uint32_t type,
-		     struct proc_event *ev)
-{
-	memset(ev, 0, sizeof(*ev));
-	ev->type = type;
-	ev->tgid = pi->pid;
-	ev->ptgid = pi->ppid;
-	ev->start_ns = pi->start_ticks * (1000000000ull / a->ticks_per_sec);
-	ev->uid = pi->uid;
-	ev->gid = pi->gid;
-	ev->mnt_ns = pi->mnt_ns;
-	ev->pid_ns = pi->pid_ns;
-	memcpy(ev->comm, pi->comm, sizeof(ev->comm));
-	ev->from_proc = true;
-}
 
 static int visit(pid_t pid, void *arg)
 {
-	struct scan_ctx *c = arg;
+	struct found *f = arg;
 	struct proc_info pi, *nv;
-	struct proc *p;
 
 	if (procfs_read(pid, &pi))
 		return 0;  /* gone already: its exit is an event, or the next scan's */
-	p = proctab_find(&c->a->procs, pid);
-	if (p && p->start_ticks == pi.start_ticks) {
-		p->flags |= PROC_SEEN;
+	if (policy__mark(f->env->policy, pid, pi.start_ticks))
 		return 0;
-	}
-	if (c->nfresh == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 256;
-		nv = realloc(c->fresh, c->cap * sizeof(*nv));
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 256;
+		nv = realloc(f->v, f->cap * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
-		c->fresh = nv;
+		f->v = nv;
 	}
-	c->fresh[c->nfresh++] = pi;
+	f->v[f->n++] = pi;
 	return 0;
 }
 
-/* A child we never saw fork runs its parent's code if it did not exec since. */
-static bool runs_parent_image(pid_t child, pid_t parent)
+/* Parents start before their children: in this order each finds its parent known. */
+static int by_start(const void *x, const void *y)
 {
-	dev_t cd, pd;
-	ino_t ci, pi;
+	const struct proc_info *a = x, *b = y;
 
-	return !procfs_exe(child, &cd, &ci) && !procfs_exe(parent, &pd, &pi) &&
-	       cd == pd && ci == pi;
+	if (a->start_ticks != b->start_ticks)
+		return a->start_ticks < b->start_ticks ? -1 : 1;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
-static void exit_unseen(struct agent *a)
+static void found_event(const struct scan_env *env, const struct proc_info *pi,
+			struct policy_event *ev)
 {
-	struct proc_event ev;
-	struct proc *p, *next;
-	size_t i;
-
-	for (i = 0; i < a->procs.nbuckets; i++) {
-		for (p = a->procs.buckets[i]; p; p = next) {
-			next = p->next;
-			if (p->flags & PROC_SEEN) {
-				p->flags &= ~PROC_SEEN;
-				continue;
-			}
-			memset(&ev, 0, sizeof(ev));
-			ev.type = PERFMAPD_EV_EXIT;
-			ev.tgid = p->tgid;
-			ev.start_ns = p->start_ns;
-			ev.mnt_ns = (p->flags & PROC_FOREIGN_NS) ? 0 : a->self_mnt_ns;
-			ev.pid_ns = a->self_pid_ns;
-			memcpy(ev.comm, p->comm, sizeof(ev.comm));
-			ev.from_proc = true;
-			policy_exit(a, &ev);
-		}
-	}
+	memset(ev, 0, sizeof(*ev));
+	ev->type = POLICY_EV_FOUND;
+	if (pi->mnt_ns != env->self_mnt_ns || pi->pid_ns != env->self_pid_ns)
+		ev->flags |= POLICY_EVF_FOREIGN;
+	ev->pid = pi->pid;
+	ev->ppid = pi->ppid;
+	ev->start_ticks = pi->start_ticks;
+	ev->start = span_of_ticks(pi->start_ticks, clock_tick_ns());
+	ev->pstart = SPAN_UNKNOWN;
+	ev->at = SPAN_UNKNOWN;
+	ev->uid = pi->uid;
+	ev->gid = pi->gid;
+	memcpy(ev->comm, pi->comm, sizeof(ev->comm));
+	log_printable(ev->comm, sizeof(ev->comm));
 }
 
-int scan_procs(struct agent *a)
+int scan_procs(const struct scan_env *env)
 {
-	struct scan_ctx c = { .a = a };
-	struct proc_event ev;
-	struct proc *parent;
-	struct stat st;
+	struct found f = { .env = env };
+	struct policy_event ev;
 	size_t i;
 	int err;
 
-	err = procfs_for_each(visit, &c);
+	err = procfs_for_each(visit, &f);
 	if (err)
-		goto free_fresh;
-	exit_unseen(a);
-	/* Parents first: all are in the table before any child is copied. */
-	for (i = 0; i < c.nfresh; i++) {
-		event_of(a, &c.fresh[i], PERFMAPD_EV_FORK, &ev);
-		ev.flags = POLICY_TRACK_ONLY;  /* copies below, once all are known */
-		policy_fork(a, &ev);
+		goto free_found;
+	policy__sweep(env->policy, clock_boot_ns());
+	qsort(f.v, f.n, sizeof(*f.v), by_start);
+	for (i = 0; i < f.n; i++) {
+		found_event(env, &f.v[i], &ev);
+		policy__event(env->policy, &ev, clock_boot_ns());
 	}
-	for (i = 0; i < c.nfresh; i++) {
-		const struct proc_info *pi = &c.fresh[i];
-
-		parent = proctab_find(&a->procs, pi->ppid);
-		if (!parent || (parent->flags & PROC_FOREIGN_NS) ||
-		    pi->mnt_ns != a->self_mnt_ns || pi->pid_ns != a->self_pid_ns)
-			continue;
-		if (!mapfile_stat(a, pi->pid, &st) || mapfile_stat(a, pi->ppid, &st))
-			continue;
-		if (!runs_parent_image(pi->pid, pi->ppid))
-			continue;
-		pr_info("resync: %d (%s) forked from %d unseen; copying", (int)pi->pid,
-			pi->comm, (int)pi->ppid);
-		event_of(a, pi, PERFMAPD_EV_FORK, &ev);
-		ev.pstart_ns = parent->start_ns;
-		policy_fork(a, &ev);
-	}
-free_fresh:
-	free(c.fresh);
+free_found:
+	free(f.v);
 	return err;
 }
 
-static void scan_one_map(struct agent *a, pid_t pid, const struct stat *st)
+int scan_maps(const struct scan_env *env, bool startup)
 {
-	struct proc *p = proctab_find(&a->procs, pid);
-	int64_t mtime, now_real, left;
-
-	if (retain_has(a, pid))
-		return;
-	if (p) {
-		if (p->flags & PROC_FOREIGN_NS)
-			return;
-		if (mapfile_older_than(st, real_of(a, p->start_ns))) {
-			pr_info("scan: %s/perf-%d.map is older than process %d (%s): an earlier pid %d wrote it",
-				a->cfg.map_dir, (int)pid, (int)pid, p->comm, (int)pid);
-			if (!archive_map(a, pid, 0, ARCHIVE_STALE, st))
-				a->stats.stale_moved++;
-		}
-		return;
-	}
-	/* Alive but not in the table yet: its fork event is still queued. */
-	if (!kill(pid, 0) || errno != ESRCH)
-		return;
-	/* Nobody holds the pid: its writer exited while we were not watching. */
-	mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	now_real = real_of(a, boot_ns());
-	left = mtime + (int64_t)a->cfg.retention_s * 1000000000 - now_real;
-	retain_add(a, pid, 0, st, mono_ns() + (left > 0 ? (uint64_t)left : 0));
-	pr_info("scan: %s/perf-%d.map has no process; kept %llds more, then archived",
-		a->cfg.map_dir, (int)pid, (long long)(left > 0 ? left / 1000000000 : 0));
-}
-
-int scan_maps(struct agent *a, bool startup)
-{
-	uint64_t t0 = boot_ns();
+	struct policy_event ev = { .type = POLICY_EV_MAP, .start = SPAN_UNKNOWN,
+				   .at = SPAN_UNKNOWN };
+	uint64_t t0 = clock_boot_ns();
 	struct dirent *de;
 	struct stat st;
 	pid_t pid;
 	DIR *d;
 
-	d = fdopendir(dup(a->map_dir_fd));
+	d = fdopendir(dup(env->map_dir_fd));
 	if (!d)
 		return -errno;
 	rewinddir(d);
@@ -193,20 +114,22 @@ int scan_maps(struct agent *a, bool startup)
 		/* Later, a staged map is the archiving thread's, in hand. */
 		if (!strncmp(de->d_name, ARCHIVE_STAGE_PREFIX "perf-",
 			     strlen(ARCHIVE_STAGE_PREFIX "perf-"))) {
-			if (startup)
-				archive_staged(a, de->d_name);
+			if (startup && !env->dry_run)
+				archive__finish_staged(env->ar, de->d_name);
 			continue;
 		}
-		if (!mapfile_pid(de->d_name, &pid))
+		if (!map_name_pid(de->d_name, &pid))
 			continue;
-		if (fstatat(a->map_dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		if (fstatat(env->map_dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		mapwatch__set(a, pid, true);
-		scan_one_map(a, pid, &st);
+		mapwatch__listed(env->mw, pid, &st);
+		env->on_map(env->ctx, pid, true);
+		ev.pid = pid;
+		policy__event(env->policy, &ev, clock_boot_ns());
 	}
 	closedir(d);
 	/* Whatever changed since t0 is in the inotify queue: the index is exact. */
-	mapwatch__synced(a->watch, t0);
+	mapwatch__synced(env->mw, t0);
 	return 0;
 }

@@ -3,19 +3,34 @@
 #define PERFMAPD_SCAN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-struct agent;
+#include "mapwatch.h"
+
+struct archive;
+struct policy;
+
+struct scan_env {
+	struct policy *policy;
+	struct mapwatch *mw;
+	struct archive *ar;
+	int map_dir_fd;
+	bool dry_run;
+	uint64_t self_mnt_ns, self_pid_ns;
+	/* Told of each map the listing finds, as the index's changes are. */
+	mapwatch_fn on_map;
+	void *ctx;
+};
 
 /*
- * Bring the process table in line with /proc: processes we did not see fork
- * get their parent's map (when they still run the parent's image), processes
- * we did not see exit are handled as exits.
+ * Bring the policy's process table in line with /proc: processes it lacks
+ * come in as found (parents first), processes gone unseen as ended.
  */
-int scan_procs(struct agent *a);
+int scan_procs(const struct scan_env *env);
 /*
- * Adopt, retain or archive every map in the map directory by the same rules;
+ * List the map directory into the index and hand every map to the policy;
  * at @startup, also finish the archiving of maps a crash left staged.
  */
-int scan_maps(struct agent *a, bool startup);
+int scan_maps(const struct scan_env *env, bool startup);
 
 #endif /* PERFMAPD_SCAN_H */

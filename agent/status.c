@@ -1,92 +1,146 @@
-/* The status report `perfmapctl status` prints: what the agent tracks, one "key: value" per line. */
+/*
+ * The status report: every counter of every piece of the agent, as "key:
+ * value" lines. perfmapctl prints it as it comes, or as JSON (--json):
+ * keys are names; a value is a number or the text to the end of its line.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "archive.h"
+#include "clock.h"
 #include "events.h"
-#include "instance.h"
-#include "mapfile.h"
+#include "mapname.h"
 #include "mapwatch.h"
+#include "policy.h"
+#include "status.h"
 
-static uint64_t procs_with_maps(struct agent *a)
+struct report {
+	char *buf;
+	size_t len, cap;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void put(struct report *r, const char *fmt, ...)
 {
-	struct stat st;
-	struct proc *p;
-	uint64_t n = 0;
-	size_t i;
-
-	/* The index rules out most without a system call. */
-	proctab_for_each(&a->procs, i, p)
-		if (!(p->flags & PROC_FOREIGN_NS) && mapwatch__has(a->watch, p->tgid) &&
-		    !mapfile_stat(a, p->tgid, &st))
-			n++;
-	return n;
-}
-
-size_t status_format(struct agent *a, char *buf, size_t len)
-{
-	const struct agent_stats *s = &a->stats;
-	uint64_t files, bytes, bpf_ns, bpf_runs;
+	va_list ap;
 	int n;
 
-	archive_usage(a, &files, &bytes);
-	events__run_stats(a->events, &bpf_ns, &bpf_runs);
-	n = snprintf(buf, len,
-		"pid: %d\n"
-		"map_dir: %s\n"
-		"uptime_s: %llu\n"
-		"bpf: %s\n"
-		"dry_run: %s\n"
-		"processes: %zu\n"
-		"processes_with_maps: %llu\n"
-		"events_fork: %llu\n"
-		"events_exec: %llu\n"
-		"events_exit: %llu\n"
-		"events_dropped: %llu\n"
-		"bpf_run_time_ns: %llu\n"
-		"bpf_runs: %llu\n"
-		"resyncs: %llu\n"
-		"map_index: %s\n"
-		"map_index_overflows: %llu\n"
-		"copies_created: %llu\n"
-		"copies_appended: %llu\n"
-		"copies_by_runtime: %llu\n"
-		"copies_failed: %llu\n"
-		"stale_maps_archived: %llu\n"
-		"exec_maps_archived: %llu\n"
-		"exec_maps_dropped: %llu\n"
-		"retained: %zu\n"
-		"retention_s: %llu\n"
-		"archived: %llu\n"
-		"archive_dir: %s\n"
-		"archive_files: %llu\n"
-		"archive_bytes: %llu\n"
-		"archive_max_bytes: %llu\n"
-		"archive_evicted: %llu\n"
-		"archive_failed: %llu\n"
-		"busy_deferred: %llu\n"
-		"foreign_namespace_processes: %llu\n"
-		"errors: %llu\n",
-		(int)getpid(), a->cfg.map_dir,
-		(unsigned long long)((mono_ns() - a->start_mono_ns) / 1000000000),
-		events__kind(a->events), a->cfg.dry_run ? "yes" : "no",
-		a->procs.count, (unsigned long long)procs_with_maps(a),
-		(unsigned long long)s->events[1], (unsigned long long)s->events[2],
-		(unsigned long long)s->events[3], (unsigned long long)s->dropped,
-		(unsigned long long)bpf_ns, (unsigned long long)bpf_runs,
-		(unsigned long long)s->resyncs,
-		mapwatch__state(a->watch), (unsigned long long)s->index_overflows,
-		(unsigned long long)s->copies_created, (unsigned long long)s->copies_appended,
-		(unsigned long long)s->copies_by_runtime, (unsigned long long)s->copies_failed,
-		(unsigned long long)s->stale_moved, (unsigned long long)s->exec_archived,
-		(unsigned long long)s->exec_dropped, a->retained_count,
-		(unsigned long long)a->cfg.retention_s, (unsigned long long)s->archived,
-		a->cfg.archive_dir, (unsigned long long)files, (unsigned long long)bytes,
-		(unsigned long long)a->cfg.archive_max_bytes,
-		(unsigned long long)s->archive_evicted, (unsigned long long)s->archive_failed,
-		(unsigned long long)s->busy_deferred,
-		(unsigned long long)s->foreign_ns, (unsigned long long)s->errors);
-	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+	if (r->len + 1 >= r->cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		r->len += (size_t)n < r->cap - r->len ? (size_t)n : r->cap - r->len - 1;
+}
+
+static void u64(struct report *r, const char *key, uint64_t v)
+{
+	put(r, "%s: %llu\n", key, (unsigned long long)v);
+}
+
+static void str(struct report *r, const char *key, const char *v)
+{
+	put(r, "%s: %s\n", key, v);
+}
+
+struct with_maps {
+	const struct status_sources *src;
+	uint64_t n;
+};
+
+static void count_map(pid_t pid, void *ctx)
+{
+	struct with_maps *w = ctx;
+	char name[32];
+	struct stat st;
+
+	/* The index rules out most without a system call. */
+	if (!mapwatch__has(w->src->mw, pid))
+		return;
+	map_name(pid, name, sizeof(name));
+	if (!fstatat(w->src->map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		w->n++;
+}
+
+static void report_events(struct report *r, const struct status_sources *src)
+{
+	uint64_t run_ns, runs;
+
+	events__run_stats(src->events, &run_ns, &runs);
+	u64(r, "events_fork", events__received(src->events, 1));
+	u64(r, "events_exec", events__received(src->events, 2));
+	u64(r, "events_exit", events__received(src->events, 3));
+	u64(r, "events_dropped", events__dropped(src->events));
+	u64(r, "bpf_run_time_ns", run_ns);
+	u64(r, "bpf_runs", runs);
+	u64(r, "resyncs", src->resyncs);
+	str(r, "map_index", mapwatch__state(src->mw));
+	u64(r, "map_index_overflows", mapwatch__overflows(src->mw));
+}
+
+static void report_policy(struct report *r, const struct status_sources *src)
+{
+	const struct policy_stats *s = policy__stats(src->policy);
+
+	u64(r, "copies_created", s->copies_created);
+	u64(r, "copies_appended", s->copies_appended);
+	u64(r, "copies_by_runtime", s->copies_by_runtime);
+	u64(r, "copies_failed", s->copies_failed);
+	u64(r, "copies_skipped_exec", s->copies_skipped_exec);
+	u64(r, "stale_maps_archived", s->stale_archived);
+	u64(r, "exec_maps_archived", s->exec_archived);
+	u64(r, "exec_maps_dropped", s->exec_dropped);
+	u64(r, "exec_maps_kept", s->exec_kept);
+	u64(r, "ambiguous_kept", s->ambiguous_kept);
+	u64(r, "decided_by_index", s->by_index);
+	u64(r, "decided_by_identity", s->by_identity);
+	u64(r, "decided_by_mappings", s->by_mappings);
+	u64(r, "retained", policy__retained(src->policy));
+	u64(r, "retention_s", src->retention_s);
+	u64(r, "too_large", s->too_large);
+	u64(r, "busy_deferred", s->busy_deferred);
+	u64(r, "foreign_namespace_processes", s->foreign_ns);
+	u64(r, "errors", s->errors);
+}
+
+static void report_archive(struct report *r, const struct status_sources *src)
+{
+	struct archive_stats as;
+	uint64_t files, bytes;
+
+	archive__usage(src->ar, &files, &bytes);
+	archive__stats(src->ar, &as);
+	u64(r, "archived", as.archived);
+	str(r, "archive_dir", src->archive_dir);
+	u64(r, "archive_files", files);
+	u64(r, "archive_bytes", bytes);
+	u64(r, "archive_max_bytes", src->archive_max_bytes);
+	u64(r, "archive_evicted", as.evicted);
+	u64(r, "archive_failed", as.failed);
+}
+
+size_t status_text(const struct status_sources *src, char *buf, size_t len)
+{
+	struct report r = { .buf = buf, .cap = len };
+	struct with_maps w = { .src = src };
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	policy__for_each_pid(src->policy, count_map, &w);
+	put(&r, "pid: %d\n", (int)getpid());
+	str(&r, "map_dir", src->map_dir);
+	u64(&r, "uptime_s", (clock_mono_ns() - src->started_ns) / 1000000000);
+	str(&r, "bpf", events__kind(src->events));
+	str(&r, "dry_run", src->dry_run ? "yes" : "no");
+	u64(&r, "processes", policy__processes(src->policy));
+	u64(&r, "processes_with_maps", w.n);
+	report_events(&r, src);
+	report_policy(&r, src);
+	report_archive(&r, src);
+	return r.len;
 }

@@ -15,11 +15,11 @@ struct {
 } events SEC(".maps");
 
 /*
- * Pids with a map at their path, kept by the agent. Only events about them
- * need the agent at once (a fork of a map holder, a pid reused under a
- * stale map, an exec); the rest wait in the ring buffer for its next
+ * Pids with a map at their path, kept by the agent. Only a fork about
+ * them needs the agent at once (a fork of a map holder, a pid reused
+ * under a stale map); the rest wait in the ring buffer for its next
  * wake-up, at most a timer tick, which saves a context switch per event on
- * a busy host.
+ * a busy host. Every exec is urgent (on_exec).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -27,6 +27,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } mapped SEC(".maps");
+
+/*
+ * When each process last exec'd (CLOCK_BOOTTIME), by tgid. The agent reads
+ * it before writing a child's copy: a child that exec'd since its fork runs
+ * none of its parent's code, and its path may already hold the new image's
+ * map. Recent entries are what matter; LRU drops old ones.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u64);
+} execs SEC(".maps");
 
 static __always_inline bool has_map(__u32 pid)
 {
@@ -77,18 +90,16 @@ static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event
 	struct upid up;
 
 	if (direct && level == 0) {
-		e->ns_tgid = pid->numbers[0].nr;
 		e->pid_ns = pid->numbers[0].ns->ns.inum;
 	} else {
 		bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
-		e->ns_tgid = up.nr;
 		e->pid_ns = BPF_CORE_READ(up.ns, ns.inum);
 	}
 	e->mnt_ns = R(direct, t, nsproxy, mnt_ns, ns.inum);
 }
 
 static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
-				struct task_struct *parent, bool urgent, bool direct)
+				struct task_struct *parent, bool urgent, __u64 now, bool direct)
 {
 	struct task_struct *leader = R(direct, t, group_leader);
 	struct perfmapd_event *e;
@@ -100,12 +111,11 @@ static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
 	}
 	e->type = type;
 	e->flags = flags;
-	e->ts_ns = bpf_ktime_get_boot_ns();
+	e->ts_ns = now;
 	e->tgid = R(direct, t, tgid);
 	e->uid = R(direct, t, cred, euid.val);
 	e->gid = R(direct, t, cred, egid.val);
 	e->start_ns = task_start_ns(leader, direct);
-	e->pad = 0;
 	task_ns(t, e, direct);
 	if (parent) {
 		e->ptgid = R(direct, parent, tgid);
@@ -138,14 +148,25 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	if (R(direct, child, vfork_done))
 		flags |= PERFMAPD_EVF_VFORK;
 	return emit(child, PERFMAPD_EV_FORK, flags, parent,
-		    has_map(R(direct, parent, tgid)) || has_map(R(direct, child, tgid)), direct);
+		    has_map(R(direct, parent, tgid)) || has_map(R(direct, child, tgid)),
+		    bpf_ktime_get_boot_ns(), direct);
 }
 
+/*
+ * Every exec wakes the agent: read at once, it is judged before the new
+ * image's runtime has made its map, so that map needs no judging at all, and
+ * the old image's map is moved before the new image can append to it. Execs
+ * are far rarer than forks, and each costs hundreds of microseconds itself.
+ */
 static __always_inline int on_exec(struct task_struct *t, bool direct)
 {
-	bool mapped = has_map(R(direct, t, tgid));
+	__u32 tgid = R(direct, t, tgid);
+	__u64 now = bpf_ktime_get_boot_ns();
 
-	return emit(t, PERFMAPD_EV_EXEC, mapped ? PERFMAPD_EVF_MAPPED : 0, NULL, mapped, direct);
+	/* The same time as the event's: the agent compares the two. */
+	bpf_map_update_elem(&execs, &tgid, &now, BPF_ANY);
+	return emit(t, PERFMAPD_EV_EXEC, has_map(tgid) ? PERFMAPD_EVF_MAPPED : 0, NULL, true,
+		    now, direct);
 }
 
 /*
@@ -161,7 +182,7 @@ static __always_inline int on_exit(struct task_struct *t, bool group_dead, bool 
 	if (!group_dead)
 		return 0;
 	/* A map outlives its process by the retention: its exit is never urgent. */
-	return emit(t, PERFMAPD_EV_EXIT, 0, NULL, false, direct);
+	return emit(t, PERFMAPD_EV_EXIT, 0, NULL, false, bpf_ktime_get_boot_ns(), direct);
 }
 
 #define HAS_GROUP_DEAD \

@@ -25,12 +25,10 @@ struct perfmapd_event {
 	__u32 flags;
 	__u32 tgid;        /* as the host (initial pid namespace) sees it */
 	__u32 ptgid;       /* fork: the parent process */
-	__u32 ns_tgid;     /* tgid in the process's own pid namespace */
 	__u32 uid;         /* effective uid and gid: they own the files it creates */
 	__u32 gid;
 	__u32 mnt_ns;      /* mount and pid namespace inode numbers */
 	__u32 pid_ns;
-	__u32 pad;
 	__u64 start_ns;    /* the process's start time */
 	__u64 pstart_ns;   /* fork: the parent's start time */
 	__u64 ts_ns;       /* when it happened (the agent may read it late) */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "perfmap.h"
+#include "perfmap_tools.h"   /* what the library offers its tools is internal too */
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -67,8 +68,6 @@ size_t perfmap__format_line(char *dst, uint64_t start, uint64_t size,
 size_t perfmap__utoa(char *dst, uint64_t v);
 /* "<dir>/perf-<pid>.map" into @dst of @cap bytes; -ENAMETOOLONG if it won't fit. */
 int perfmap__map_path(char *dst, size_t cap, const char *dir, pid_t pid);
-/* write() all of @buf, through EINTR and short writes; 0 or -errno. */
-int perfmap__write_all(int fd, const char *buf, size_t len);
 
 /* reader.c: the reader's layout, so a fork handler can keep one on its stack. */
 struct perfmap_reader {
@@ -92,15 +91,6 @@ struct perfmap_reader {
  */
 void perfmap__reader_init(struct perfmap_reader *r, int fd, char *buf,
 			  size_t cap, uint64_t max_bytes);
-
-/*
- * copy.c: append the entries of @src_fd, up to @limit bytes, to @dst_fd in
- * whole canonical lines. @buf (@cap bytes) and @out (@out_cap bytes, at least
- * PERFMAP_LINE_MAX) are the caller's. Async-signal-safe. Returns the number
- * of entries copied or -errno.
- */
-long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
-		      size_t cap, char *out, size_t out_cap);
 
 /* table.c: the entry last covering @addr, short names included, or -1. */
 long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr);

@@ -111,3 +111,32 @@ close_pfd:
 	close(pfd);
 	return err;
 }
+
+int perfmap__open_map_at(int dirfd, const char *name, int flags,
+			 const struct perfmap_open_opts *opts, struct stat *st)
+{
+	int pfd, fd, err;
+
+	if (!name || (opts && opts->sz < sizeof(opts->sz)))
+		return -EINVAL;
+	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, st)) {
+		err = -errno;
+		goto close_pfd;
+	}
+	err = perfmap__check_map_inode(st, OPTS_HAS(opts, owner) && opts->check_owner,
+				       OPTS_HAS(opts, owner) ? opts->owner : 0,
+				       OPTS_GET(opts, max_bytes, 0));
+	if (err)
+		goto close_pfd;
+	/* Only through /proc: the name may be anybody's by now, the inode is the one checked. */
+	fd = perfmap__reopen_fd(pfd, flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	close(pfd);
+	return fd;
+
+close_pfd:
+	close(pfd);
+	return err;
+}

@@ -10,7 +10,7 @@ set -eu
 # ASan/UBSan and libFuzzer under clang, llvm for llvm-symbolizer in reports.
 # Agent: libbpf (with libelf and zlib) to load the BPF program, bpftool for
 # vmlinux.h and the skeleton. Integration tests: perf itself (linux-perf).
-PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev
+PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev bpftool linux-perf"
 
 missing=""

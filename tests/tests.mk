@@ -1,16 +1,25 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
-UNIT_TESTS := writer copy reader compact check safe_open replace mapwatch
+UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
+	mapwatch policy retention archive
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
-# What the agent's tools share with each other, tested on its own too.
-AGENT_SHARED := agent/replace.c agent/writers.c agent/compact.c
+TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent
+# A test is compiled and linked in one go: its headers are named here, not by -MMD.
+TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
+TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h tests/unit/*.h)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_BIN := $(O)/fuzz/fuzz_reader
 FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 30
+
+# The agent's pieces a unit test drives, without root or BPF: what each links.
+TEST_AGENT_mapwatch := agent/mapwatch.c agent/clock.c agent/log.c
+TEST_AGENT_policy := agent/policy.c agent/retention.c agent/proctab.c agent/log.c
+TEST_AGENT_retention := agent/retention.c
+TEST_AGENT_archive := agent/archive.c agent/clock.c agent/log.c
 
 # deps first, alone: the rest needs what it installs.
 test:
@@ -20,23 +29,19 @@ test:
 test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test
 	@echo "test: all passed"
 
-$(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $(AGENT_SHARED) $(LIBA)
+.SECONDEXPANSION:
+$(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIBA) $(TEST_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $< tests/unit/testutil.c \
-		$(AGENT_SHARED) $(LIBA) -lcmocka
-
-# The map index, with the agent pieces it reads (events and retention are stubbed in the test).
-MAPWATCH_SRCS := agent/mapwatch.c agent/proctab.c agent/mapfile.c agent/log.c
-$(O)/tests/test_mapwatch: $(MAPWATCH_SRCS)
-$(O)/tests/test_mapwatch: AGENT_SHARED += $(MAPWATCH_SRCS)
-$(O)/asan/test_mapwatch: $(MAPWATCH_SRCS)
-$(O)/asan/test_mapwatch: AGENT_SHARED += $(MAPWATCH_SRCS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $(TEST_INCLUDES) $(CFLAGS) -o $@ $< tests/unit/testutil.c \
+		$(TEST_AGENT_$*) $(LIBA) -lcmocka
 
 # The library is compiled into each sanitized test, so it is checked too.
-$(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $(AGENT_SHARED) $(LIB_SRCS) $(LIB_HDRS)
+$(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIB_SRCS) $(TEST_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -Itests/unit -O1 -g -o $@ $< \
-		tests/unit/testutil.c $(AGENT_SHARED) $(LIB_SRCS) -lcmocka
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $(TEST_INCLUDES) -Iperfmap -O1 -g -o $@ $< \
+		tests/unit/testutil.c $(TEST_AGENT_$*) $(LIB_SRCS) -lcmocka
 
 unit: $(UNIT_BINS)
 	@sh tests/run-unit.sh $(UNIT_BINS)
@@ -54,9 +59,10 @@ clang-build:
 	@$(MAKE) --no-print-directory O=$(O)/clang CC=$(CLANG) all
 	@echo "clang-build: ok"
 
-$(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(LIB_SRCS) $(LIB_HDRS)
+$(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(LIB_SRCS)
 	@mkdir -p $(@D)
-	$(CLANG) $(BASE_CFLAGS) -g -O1 -fsanitize=fuzzer,address,undefined \
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(TEST_CFLAGS) $(LIB_INCLUDES) -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $< $(LIB_SRCS)
 
 # Runs on a copy of the seed corpus: the tree stays as committed.
@@ -77,10 +83,12 @@ install-test: all
 	@sh tests/install/run.sh $(O)
 
 BENCH_BIN := $(O)/bench/bench_writer
+# The agent's test programs; defined before `bench`, whose prerequisites expand at once.
+AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 
 $(BENCH_BIN): tests/bench/bench_writer.c $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) -O2 -g -o $@ $< $(LIBA) -ldl
+	$(Q)$(CC) $(TEST_CFLAGS) $(LIB_INCLUDES) -O2 -g -o $@ $< $(LIBA) -ldl
 
 LOADGEN := $(O)/loadgen
 
@@ -94,7 +102,6 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	bash tests/bench/agent.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
-AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 
 $(O)/tests/%: tests/agent/%.c
 	@mkdir -p $(@D)

@@ -1,4 +1,4 @@
-/* map_replace(): in-place replacement never leaves a writer appending to a file gone from its path. */
+/* perfmap__replace(): in-place replacement never leaves a writer appending to a file gone from its path. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
-#include "replace.h"
+#include "perfmap_tools.h"
 #include "testutil.h"
 
 static char *dir;
@@ -41,7 +41,7 @@ static int fill_new(int src_fd, int out_fd, void *ctx)
 
 static void test_replaces_when_nobody_writes(void **state)
 {
-	struct replace_result res;
+	struct perfmap_replace_result res;
 	size_t len;
 	char *buf;
 	int fd;
@@ -49,7 +49,7 @@ static void test_replaces_when_nobody_writes(void **state)
 	(void)state;
 	fd = perfmap_open_map(path, NULL);
 	assert_true(fd >= 0);
-	assert_int_equal(map_replace(path, fd, fill_new, NULL, &res), 0);
+	assert_int_equal(perfmap__replace(path, fd, fill_new, NULL, &res), 0);
 	assert_true(res.guarded);
 	close(fd);
 	buf = tu_read(path, &len);
@@ -80,7 +80,7 @@ static int fill_with_late_writer(int src_fd, int out_fd, void *ctx)
 
 static void test_steps_back_for_a_late_writer(void **state)
 {
-	struct replace_result res;
+	struct perfmap_replace_result res;
 	struct stat st_before, st_after;
 	size_t len;
 	char *buf;
@@ -91,7 +91,7 @@ static void test_steps_back_for_a_late_writer(void **state)
 	assert_int_equal(stat(path, &st_before), 0);
 	fd = perfmap_open_map(path, NULL);
 	assert_true(fd >= 0);
-	err = map_replace(path, fd, fill_with_late_writer, NULL, &res);
+	err = perfmap__replace(path, fd, fill_with_late_writer, NULL, &res);
 	close(fd);
 	assert_int_equal(err, -EBUSY);
 	assert_non_null(res.why);
@@ -107,7 +107,7 @@ static void test_steps_back_for_a_late_writer(void **state)
 
 static void test_refuses_a_present_writer(void **state)
 {
-	struct replace_result res;
+	struct perfmap_replace_result res;
 	int wfd, fd;
 
 	(void)state;
@@ -121,7 +121,7 @@ static void test_refuses_a_present_writer(void **state)
 	close(wfd);
 	fd = perfmap_open_map(path, NULL);
 	assert_true(fd >= 0);
-	assert_int_equal(map_replace(path, fd, fill_new, NULL, &res), -EBUSY);
+	assert_int_equal(perfmap__replace(path, fd, fill_new, NULL, &res), -EBUSY);
 	assert_int_equal(res.writers.count, 1);
 	close(fd);
 	kill(res.writers.pid[0], SIGKILL);

@@ -1,12 +1,12 @@
 /* Compaction of a whole map into its canonical form, for perfmapctl and the archive. */
 #include <errno.h>
 
-#include "compact.h"
+#include "perfmap_tools.h"
 
-int compact_fill(int src_fd, int out_fd, void *ctx)
+int perfmap__compact_fill(int src_fd, int out_fd, void *ctx)
 {
 	PERFMAP_OPTS(perfmap_reader_opts, ropts);
-	struct compact_job *job = ctx;
+	struct perfmap_compact_job *job = ctx;
 	struct perfmap_table *t = NULL;
 	struct perfmap_reader *r;
 	int err;

@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "units.h"
+#include "perfmap_tools.h"
 
-int parse_bytes(const char *s, uint64_t *out)
+int perfmap__parse_bytes(const char *s, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -25,7 +25,7 @@ int parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
-int parse_duration(const char *s, uint64_t *out)
+int perfmap__parse_duration(const char *s, uint64_t *out)
 {
 	unsigned long long v, mul = 1;
 	char *end;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "instance.h"
+#include "perfmap_tools.h"
 
 static int status(const char *map_dir, const char *run_dir)
 {
@@ -18,7 +18,7 @@ static int status(const char *map_dir, const char *run_dir)
 	ssize_t n;
 	int fd, err;
 
-	err = instance_paths(run_dir, map_dir, lock, sock, sizeof(lock));
+	err = perfmap__run_paths(run_dir, map_dir, lock, sock, sizeof(lock));
 	if (err) {
 		ctl_error("status: map directory %s: %s", map_dir, strerror(-err));
 		return CTL_ERROR;

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "writers.h"
+#include "perfmap_tools.h"
 
 /* The open flags of fd @fd of @pid, from the "flags:" line of its fdinfo (octal). */
 static int fd_flags(int proc_fd, const char *pid, const char *fd)
@@ -72,7 +72,7 @@ static int process_writes(int proc_fd, const char *pid, dev_t dev, ino_t ino)
 	return ret;
 }
 
-int writers_find(dev_t dev, ino_t ino, struct writers *w)
+int perfmap__writers_find(dev_t dev, ino_t ino, struct perfmap_writers *w)
 {
 	char self[16];
 	struct dirent *de;
@@ -107,7 +107,7 @@ int writers_find(dev_t dev, ino_t ino, struct writers *w)
 	return 0;
 }
 
-void writers_describe(pid_t pid, char *buf, size_t len)
+void perfmap__writer_describe(pid_t pid, char *buf, size_t len)
 {
 	char path[64], comm[32] = "?";
 	ssize_t n;

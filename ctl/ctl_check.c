@@ -133,7 +133,7 @@ int cmd_check(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
-			if (parse_bytes(optarg, &max_bytes)) {
+			if (perfmap__parse_bytes(optarg, &max_bytes)) {
 				ctl_error("check: --max-bytes %s: not a size", optarg);
 				return CTL_ERROR;
 			}

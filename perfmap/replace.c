@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replace.h"
+#include "perfmap_tools.h"
 
 /*
  * Why a read lease: F_SETLEASE F_RDLCK is granted only while no one has the
@@ -20,7 +20,8 @@
  * unlike a scan of /proc. The scan only names the writer for the message and
  * stands in where leases are unavailable (no CAP_LEASE, a filesystem without).
  */
-static int take_lease(int fd, const struct stat *st, struct replace_result *res)
+static int take_lease(int fd, const struct stat *st, bool name_writers,
+		      struct perfmap_replace_result *res)
 {
 	int err;
 
@@ -29,7 +30,12 @@ static int take_lease(int fd, const struct stat *st, struct replace_result *res)
 		return 0;
 	}
 	err = errno;
-	writers_find(st->st_dev, st->st_ino, &res->writers);
+	/* Refused because of a writer: the scan only names it, when asked to. */
+	if (err == EAGAIN && !name_writers) {
+		res->why = "open for writing";
+		return -EBUSY;
+	}
+	perfmap__writers_find(st->st_dev, st->st_ino, &res->writers);
 	if (err == EAGAIN || res->writers.count) {
 		res->why = "open for writing";
 		return -EBUSY;
@@ -42,7 +48,7 @@ static int take_lease(int fd, const struct stat *st, struct replace_result *res)
 }
 
 /* Still no writer since the lease was taken? */
-static bool lease_intact(int fd, const struct replace_result *res)
+static bool lease_intact(int fd, const struct perfmap_replace_result *res)
 {
 	return !res->guarded || fcntl(fd, F_GETLEASE) == F_RDLCK;
 }
@@ -72,7 +78,7 @@ static int make_temp(const char *path, const struct stat *st, char *tmp, size_t 
 	return fd;
 }
 
-static int fill_temp(int src_fd, int tmp_fd, replace_fill_fn fill, void *ctx)
+static int fill_temp(int src_fd, int tmp_fd, perfmap_fill_fn fill, void *ctx)
 {
 	int err = fill(src_fd, tmp_fd, ctx);
 
@@ -102,7 +108,7 @@ static void sync_dir(const char *path)
  * Takes care of @tmp whatever happens.
  */
 static int swap_in(const char *tmp, const char *path, int src_fd,
-		   struct replace_result *res)
+		   struct perfmap_replace_result *res)
 {
 	int err;
 
@@ -145,8 +151,8 @@ static void drain_sigio(const sigset_t *sigio)
  * The guard both operations run under: SIGIO blocked (a lease break is
  * announced with SIGIO, whose default action kills) and a read lease taken.
  */
-static int guard_begin(int fd, const struct stat *st, struct replace_result *res,
-		       sigset_t *old)
+static int guard_begin(int fd, const struct stat *st, bool name_writers,
+		       struct perfmap_replace_result *res, sigset_t *old)
 {
 	sigset_t sigio;
 	int err;
@@ -154,13 +160,13 @@ static int guard_begin(int fd, const struct stat *st, struct replace_result *res
 	sigemptyset(&sigio);
 	sigaddset(&sigio, SIGIO);
 	sigprocmask(SIG_BLOCK, &sigio, old);
-	err = take_lease(fd, st, res);
+	err = take_lease(fd, st, name_writers, res);
 	if (err)
 		sigprocmask(SIG_SETMASK, old, NULL);
 	return err;
 }
 
-static void guard_end(int fd, const struct replace_result *res, const sigset_t *old)
+static void guard_end(int fd, const struct perfmap_replace_result *res, const sigset_t *old)
 {
 	sigset_t sigio;
 
@@ -172,8 +178,8 @@ static void guard_end(int fd, const struct replace_result *res, const sigset_t *
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-int map_replace(const char *path, int src_fd, replace_fill_fn fill, void *ctx,
-		struct replace_result *res)
+int perfmap__replace(const char *path, int src_fd, perfmap_fill_fn fill, void *ctx,
+		struct perfmap_replace_result *res)
 {
 	struct stat st, now;
 	char tmp[PATH_MAX];
@@ -183,7 +189,7 @@ int map_replace(const char *path, int src_fd, replace_fill_fn fill, void *ctx,
 	memset(res, 0, sizeof(*res));
 	if (fstat(src_fd, &st))
 		return -errno;
-	err = guard_begin(src_fd, &st, res, &old);
+	err = guard_begin(src_fd, &st, true, res, &old);
 	if (err)
 		return err;
 	tmp_fd = make_temp(path, &st, tmp, sizeof(tmp));
@@ -218,8 +224,8 @@ release_lease:
 	return err;
 }
 
-int file_write_atomic(const char *path, int src_fd, replace_fill_fn fill,
-		      void *ctx, struct replace_result *res)
+int perfmap__write_atomic(const char *path, int src_fd, perfmap_fill_fn fill,
+		      void *ctx, struct perfmap_replace_result *res)
 {
 	struct stat st = { .st_mode = 0600, .st_uid = geteuid(), .st_gid = getegid() };
 	char tmp[PATH_MAX];
@@ -241,8 +247,8 @@ int file_write_atomic(const char *path, int src_fd, replace_fill_fn fill,
 	return err;
 }
 
-int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
-		   struct replace_result *res)
+int perfmap__move_aside(int dirfd, const char *name, int fd, const char *dest,
+		   struct perfmap_replace_result *res)
 {
 	struct stat st, now;
 	sigset_t old;
@@ -251,7 +257,8 @@ int map_move_aside(int dirfd, const char *name, int fd, const char *dest,
 	memset(res, 0, sizeof(*res));
 	if (fstat(fd, &st))
 		return -errno;
-	err = guard_begin(fd, &st, res, &old);
+	/* The agent moves maps in its event loop: no /proc scan to name a writer. */
+	err = guard_begin(fd, &st, false, res, &old);
 	if (err)
 		return err;
 	if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) ||

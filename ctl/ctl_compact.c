@@ -6,10 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compact.h"
+#include "perfmap_tools.h"
 #include "ctl.h"
 #include "perfmap.h"
-#include "replace.h"
 
 static uint64_t rejected_lines(const struct perfmap_reader_stats *s)
 {
@@ -21,7 +20,7 @@ static uint64_t rejected_lines(const struct perfmap_reader_stats *s)
 	return n;
 }
 
-static void report(const char *path, const char *out, const struct compact_job *job)
+static void report(const char *path, const char *out, const struct perfmap_compact_job *job)
 {
 	fprintf(stderr,
 		"perfmapctl: compact %s -> %s: %lu entries -> %lu lines "
@@ -35,7 +34,7 @@ static void report(const char *path, const char *out, const struct compact_job *
 		(unsigned long)rejected_lines(&job->read));
 }
 
-static void explain_refusal(const char *path, int err, const struct replace_result *res)
+static void explain_refusal(const char *path, int err, const struct perfmap_replace_result *res)
 {
 	char who[64];
 	size_t i;
@@ -43,7 +42,7 @@ static void explain_refusal(const char *path, int err, const struct replace_resu
 	if (err == -EBUSY && res->writers.count) {
 		fprintf(stderr, "perfmapctl: compact %s: open for writing by", path);
 		for (i = 0; i < res->writers.count && i < 8; i++) {
-			writers_describe(res->writers.pid[i], who, sizeof(who));
+			perfmap__writer_describe(res->writers.pid[i], who, sizeof(who));
 			fprintf(stderr, "%s %s", i ? "," : "", who);
 		}
 		fprintf(stderr, "; it would keep appending to the old file. "
@@ -69,8 +68,8 @@ static bool same_inode(int fd, const char *path)
 static int compact(const char *path, const char *out, uint64_t max_bytes)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
-	struct compact_job job = { .max_bytes = max_bytes };
-	struct replace_result res = { 0 };
+	struct perfmap_compact_job job = { .max_bytes = max_bytes };
+	struct perfmap_replace_result res = { 0 };
 	int fd, err;
 
 	fd = perfmap_open_map(path, &oopts);
@@ -79,11 +78,11 @@ static int compact(const char *path, const char *out, uint64_t max_bytes)
 		return CTL_ERROR;
 	}
 	if (out && !strcmp(out, "-"))
-		err = compact_fill(fd, STDOUT_FILENO, &job);
+		err = perfmap__compact_fill(fd, STDOUT_FILENO, &job);
 	else if (out && !same_inode(fd, out))
-		err = file_write_atomic(out, fd, compact_fill, &job, &res);
+		err = perfmap__write_atomic(out, fd, perfmap__compact_fill, &job, &res);
 	else
-		err = map_replace(path, fd, compact_fill, &job, &res);
+		err = perfmap__replace(path, fd, perfmap__compact_fill, &job, &res);
 	close(fd);
 
 	if (err == -EFBIG) {
@@ -117,7 +116,7 @@ int cmd_compact(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'm':
-			if (parse_bytes(optarg, &max_bytes)) {
+			if (perfmap__parse_bytes(optarg, &max_bytes)) {
 				ctl_error("compact: --max-bytes %s: not a size", optarg);
 				return CTL_ERROR;
 			}

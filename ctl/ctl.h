@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "units.h"
+#include "perfmap_tools.h"
 
 /* Exit statuses, as documented in `perfmapctl help`. */
 enum {

@@ -1,0 +1,172 @@
+/*
+ * The map store the policy acts through (policy.h, struct mapstore_ops),
+ * made of the real pieces: the inotify index answers "no map" without a
+ * system call and says when an inode appeared; BPF knows when a process
+ * exec'd; /proc holds the mappings and the executables; mapfile.c writes
+ * copies and archive.c moves maps away.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "archive.h"
+#include "events.h"
+#include "mapfile.h"
+#include "mapname.h"
+#include "mappings.h"
+#include "mapwatch.h"
+#include "procfs.h"
+#include "store.h"
+
+struct store {
+	struct store_config cfg;
+	struct mapwatch *mw;
+	struct events *ev;
+	struct archive *ar;
+};
+
+static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	struct store *s = ctx;
+	char name[32];
+	struct stat st;
+
+	if (!mapwatch__may_exist(s->mw, pid, at_ns))
+		return -ENOENT;
+	map_name(pid, name, sizeof(name));
+	if (fstatat(s->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	mi->dev = st.st_dev;
+	mi->ino = st.st_ino;
+	mi->size = st.st_size;
+	mi->uid = st.st_uid;
+	mi->born = mapwatch__born(s->mw, pid, st.st_dev, st.st_ino);
+	return 0;
+}
+
+static enum map_entries store_entries(void *ctx, pid_t pid, uint64_t start_ticks,
+				      uint64_t image_ns, const struct map_info *mi)
+{
+	struct store *s = ctx;
+	enum map_entries e;
+	char name[32];
+
+	/* A later image's mappings tell nothing of what the earlier one wrote. */
+	if (image_ns != UINT64_MAX && s->ev && events__execd_since(s->ev, pid, image_ns + 1))
+		return ENTRIES_UNKNOWN;
+	map_name(pid, name, sizeof(name));
+	e = mappings_check(s->cfg.map_dir_fd, name, pid, start_ticks, mi);
+	if (image_ns != UINT64_MAX && s->ev && events__execd_since(s->ev, pid, image_ns + 1))
+		return ENTRIES_UNKNOWN;  /* exec'd while we read */
+	return e;
+}
+
+static bool store_execd_since(void *ctx, pid_t pid, uint64_t since_ns)
+{
+	struct store *s = ctx;
+
+	return s->ev && events__execd_since(s->ev, pid, since_ns);
+}
+
+static bool store_pid_alive(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	return procfs_pid_alive(pid);
+}
+
+static bool store_same_image(void *ctx, pid_t child, pid_t parent)
+{
+	dev_t cd, pd;
+	ino_t ci, pi;
+
+	(void)ctx;
+	return !procfs_exe(child, &cd, &ci) && !procfs_exe(parent, &pd, &pi) &&
+	       cd == pd && ci == pi;
+}
+
+static int store_copy_create(void *ctx, const struct copy_req *rq, struct copy_result *res)
+{
+	struct store *s = ctx;
+	int err;
+
+	err = mapfile_create(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
+	if (err)
+		return err;
+	/* Known at once, not when inotify says so: its exit may be in this batch. */
+	mapwatch__made(s->mw, rq->child, res->map.dev, res->map.ino, res->map.born);
+	if (s->ev)
+		events__set_mapped(s->ev, rq->child, true);
+	return 0;
+}
+
+static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_result *res)
+{
+	struct store *s = ctx;
+	int err;
+
+	err = mapfile_append(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
+	if (!err && res->kind == COPY_APPENDED)
+		res->map.born = mapwatch__born(s->mw, rq->child, res->map.dev, res->map.ino);
+	return err;
+}
+
+/*
+ * An exec closes the old image's map, but the kernel finishes the close only
+ * as the task returns to user space, microseconds after the event: until
+ * then the map counts as open for writing. Read at once, an exec's move
+ * waits that long in place (EXEC_WAIT_TRIES times EXEC_WAIT_NS at most)
+ * rather than a timer's millisecond, in which a fast runtime may open the
+ * path and append to the old image's file.
+ */
+#define EXEC_WAIT_NS 20000
+#define EXEC_WAIT_TRIES 10
+
+static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+			 const struct map_info *expect)
+{
+	const struct timespec pause = { 0, EXEC_WAIT_NS };
+	struct store *s = ctx;
+	int err, tries = 0;
+
+	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino)) == -EBUSY &&
+	       (why == ARCHIVE_EXEC || why == ARCHIVE_DROP) && ++tries < EXEC_WAIT_TRIES)
+		nanosleep(&pause, NULL);
+	return err;
+}
+
+static const struct mapstore_ops store_ops = {
+	.look = store_look,
+	.entries = store_entries,
+	.execd_since = store_execd_since,
+	.pid_alive = store_pid_alive,
+	.same_image = store_same_image,
+	.copy_create = store_copy_create,
+	.copy_append = store_copy_append,
+	.archive = store_archive,
+};
+
+struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
+			 struct events *ev, struct archive *ar)
+{
+	struct store *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->cfg = *cfg;
+	s->mw = mw;
+	s->ev = ev;
+	s->ar = ar;
+	return s;
+}
+
+void store__free(struct store *s)
+{
+	free(s);
+}
+
+struct mapstore store__mapstore(struct store *s)
+{
+	return (struct mapstore){ .ops = &store_ops, .ctx = s };
+}

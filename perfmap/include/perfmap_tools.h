@@ -1,0 +1,115 @@
+/*
+ * What libperfmap offers perfmapd and perfmapctl only: code both tools share.
+ * Not installed and not part of libperfmap.so's ABI (the tools link the
+ * static library); names carry the library's internal prefix, perfmap__.
+ * Errors are negative errno values throughout.
+ */
+#ifndef PERFMAP_TOOLS_H
+#define PERFMAP_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "perfmap.h"
+
+/* ---- opening and copying maps (safe_open.c, copy.c, format.c) ---- */
+
+/*
+ * perfmap_open_map() relative to @dirfd, with @flags (O_RDONLY, O_RDWR |
+ * O_APPEND, ...; O_NONBLOCK, O_CLOEXEC and O_NOCTTY are added): the same
+ * refusals, and the inode that was checked in @st. The fd, or -errno.
+ */
+int perfmap__open_map_at(int dirfd, const char *name, int flags,
+			 const struct perfmap_open_opts *opts, struct stat *st);
+/*
+ * Append the entries of @src_fd, up to @limit bytes, to @dst_fd in whole
+ * canonical lines, with the caller's buffers: @buf (@cap bytes) and @out
+ * (@out_cap bytes, at least PERFMAP_LINE_MAX). Async-signal-safe. The number
+ * of entries copied, or -errno.
+ */
+long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
+		      size_t cap, char *out, size_t out_cap);
+/* write() all of @buf, through EINTR and short writes; 0 or -errno. */
+int perfmap__write_all(int fd, const char *buf, size_t len);
+
+/* ---- who writes a file (writers.c) ---- */
+
+struct perfmap_writers {
+	pid_t pid[8];        /* the first writers found */
+	size_t count;        /* all writers found */
+	size_t hidden;       /* processes whose fds we could not read */
+};
+
+/* Scan every process but ourselves for an fd open for writing on (dev, ino). */
+int perfmap__writers_find(dev_t dev, ino_t ino, struct perfmap_writers *w);
+/* "1234 (python3)" into @buf. */
+void perfmap__writer_describe(pid_t pid, char *buf, size_t len);
+
+/* ---- replacing and moving maps, never under a writer (replace.c) ---- */
+
+/* Write the new contents of the file open as @src_fd to @out_fd; 0 or -errno. */
+typedef int (*perfmap_fill_fn)(int src_fd, int out_fd, void *ctx);
+
+struct perfmap_replace_result {
+	struct perfmap_writers writers;  /* who holds the file open for writing */
+	bool guarded;            /* a read lease kept writers out throughout */
+	const char *why;         /* what went wrong, in words, when not 0 */
+	char kept[4096];         /* where the original was left, if not at its path */
+};
+
+/*
+ * Replace @path, open read-only as @src_fd, with what @fill writes, through
+ * a temporary file in the same directory and rename(). A process holding the
+ * file open for writing would go on appending to the old inode, so refuse
+ * with -EBUSY when one does, or when one opens it before the swap is done.
+ * Blocks SIGIO while it runs and consumes the SIGIO a lease break raises:
+ * not for programs that use SIGIO themselves.
+ */
+int perfmap__replace(const char *path, int src_fd, perfmap_fill_fn fill, void *ctx,
+		     struct perfmap_replace_result *res);
+/* Write what @fill makes to @path, atomically (temporary file and rename()). */
+int perfmap__write_atomic(const char *path, int src_fd, perfmap_fill_fn fill,
+			  void *ctx, struct perfmap_replace_result *res);
+/*
+ * Rename @name in @dirfd, open read-only as @fd, to @dest in the same
+ * directory, unless a process has it open for writing (-EBUSY) or @name is
+ * another file by now (-ESTALE). Never replaces an existing @dest.
+ */
+int perfmap__move_aside(int dirfd, const char *name, int fd, const char *dest,
+			struct perfmap_replace_result *res);
+
+/* ---- compaction (compact.c) ---- */
+
+struct perfmap_compact_job {
+	uint64_t max_bytes;                  /* in: read at most this much; 0 default */
+	struct perfmap_reader_stats read;    /* out */
+	struct perfmap_table_stats table;    /* out */
+};
+
+/*
+ * A perfmap_fill_fn: the canonical form of all of @src_fd into @out_fd.
+ * -EFBIG when the map is larger than @job->max_bytes: a prefix would lose the rest.
+ */
+int perfmap__compact_fill(int src_fd, int out_fd, void *job);
+
+/* ---- what the two tools agree on (units.c, runpaths.c) ---- */
+
+/* "64M", "1g", "4096": bytes; -EINVAL on anything else. */
+int perfmap__parse_bytes(const char *s, uint64_t *out);
+/* "90", "90s", "10m", "2h": seconds; -EINVAL on anything else. 0 is allowed. */
+int perfmap__parse_duration(const char *s, uint64_t *out);
+
+#define PERFMAPD_RUN_DIR "/run/perfmapd"
+
+/*
+ * The lock and status socket of the agent for @map_dir, which perfmapd
+ * creates and perfmapctl connects to: "/tmp" -> "<run_dir>/tmp.lock" and
+ * "tmp.sock". Distinct directories always get distinct names.
+ */
+int perfmap__run_paths(const char *run_dir, const char *map_dir, char *lock, char *sock,
+		       size_t len);
+
+#endif /* PERFMAP_TOOLS_H */

@@ -1,0 +1,799 @@
+/*
+ * policy: every decision perfmapd makes about a map, driven through a fake
+ * map store and a fake clock, without root, BPF or a file system.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "policy.h"
+
+#define NPIDS 64
+#define MS 1000000ull
+#define SEC 1000000000ull
+#define TICK (10 * MS)   /* USER_HZ 100: what start_ticks count */
+
+/* ---- the fake store: maps by pid, and what each operation did ---- */
+
+struct fake_map {
+	bool exists;
+	struct map_info mi;
+	enum map_entries entries;  /* what the process's mappings say of it */
+};
+
+static struct fake {
+	struct fake_map map[NPIDS];
+	bool alive[NPIDS];
+	uint64_t execd[NPIDS];     /* when the pid last exec'd; 0 never */
+	bool same_image;
+	int busy;                  /* archive: -EBUSY this many more times */
+	int append_eagain;         /* copy_append: -EAGAIN this many more times */
+	uint64_t now;              /* the fake clock, CLOCK_BOOTTIME */
+	ino_t next_ino;
+	/* What was done. */
+	int archived[NPIDS];       /* 1 + enum archive_reason of the last move; 0 none */
+	int archive_calls, creates, appends, entries_calls, looks;
+} F;
+
+static int fake_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	(void)ctx;
+	(void)at_ns;
+	F.looks++;
+	if (pid <= 0 || pid >= NPIDS || !F.map[pid].exists)
+		return -ENOENT;
+	*mi = F.map[pid].mi;
+	return 0;
+}
+
+static enum map_entries fake_entries(void *ctx, pid_t pid, uint64_t start_ticks,
+				     uint64_t image_ns, const struct map_info *mi)
+{
+	(void)ctx;
+	(void)start_ticks;
+	(void)mi;
+	F.entries_calls++;
+	/* As the store does: a later image's mappings tell nothing. */
+	if (image_ns != UINT64_MAX && F.execd[pid] > image_ns)
+		return ENTRIES_UNKNOWN;
+	return F.map[pid].entries;
+}
+
+static bool fake_execd_since(void *ctx, pid_t pid, uint64_t since_ns)
+{
+	(void)ctx;
+	return F.execd[pid] && F.execd[pid] >= since_ns;
+}
+
+static bool fake_alive(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	return F.alive[pid];
+}
+
+static bool fake_same_image(void *ctx, pid_t child, pid_t parent)
+{
+	(void)ctx;
+	(void)child;
+	(void)parent;
+	return F.same_image;
+}
+
+static void put_map(pid_t pid, uint64_t size, struct span born, enum map_entries entries)
+{
+	F.map[pid].exists = true;
+	F.map[pid].mi = (struct map_info){ .dev = 1, .ino = ++F.next_ino, .size = size,
+					   .uid = 1000, .born = born };
+	F.map[pid].entries = entries;
+}
+
+static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_result *res)
+{
+	(void)ctx;
+	F.creates++;
+	if (F.map[rq->child].exists)
+		return -EEXIST;
+	put_map(rq->child, rq->parent_map->size, span_at(F.now), ENTRIES_MAPPED);
+	res->kind = COPY_CREATED;
+	res->entries = 3;
+	res->map = F.map[rq->child].mi;
+	return 0;
+}
+
+static int fake_copy_append(void *ctx, const struct copy_req *rq, struct copy_result *res)
+{
+	(void)ctx;
+	F.appends++;
+	if (F.append_eagain > 0) {
+		F.append_eagain--;
+		res->why = "ends in an unfinished line";
+		return -EAGAIN;
+	}
+	F.map[rq->child].mi.size += rq->parent_map->size;
+	res->kind = COPY_APPENDED;
+	res->entries = 3;
+	res->map = F.map[rq->child].mi;
+	return 0;
+}
+
+static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+			const struct map_info *expect)
+{
+	(void)ctx;
+	(void)start_ticks;
+	F.archive_calls++;
+	if (!F.map[pid].exists)
+		return -ENOENT;
+	if (F.map[pid].mi.ino != expect->ino)
+		return -ESTALE;
+	if (F.busy > 0) {
+		F.busy--;
+		return -EBUSY;
+	}
+	F.map[pid].exists = false;
+	F.archived[pid] = 1 + why;
+	return 0;
+}
+
+static const struct mapstore_ops fake_ops = {
+	.look = fake_look,
+	.entries = fake_entries,
+	.execd_since = fake_execd_since,
+	.pid_alive = fake_alive,
+	.same_image = fake_same_image,
+	.copy_create = fake_copy_create,
+	.copy_append = fake_copy_append,
+	.archive = fake_archive,
+};
+
+/* ---- events ---- */
+
+static struct policy *P;
+static struct policy_config cfg;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&F, 0, sizeof(F));
+	cfg = (struct policy_config){ .map_dir = "/fake", .archive_dir = "/fake-archive",
+				      .retention_ns = 600 * SEC, .max_map_bytes = 1 << 20 };
+	P = policy__new(&cfg, (struct mapstore){ &fake_ops, NULL });
+	return P ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	policy__free(P);
+	P = NULL;
+	return 0;
+}
+
+/* Start again with another configuration. */
+static void reconfigure(const struct policy_config *c)
+{
+	policy__free(P);
+	cfg = *c;
+	P = policy__new(&cfg, (struct mapstore){ &fake_ops, NULL });
+	assert_non_null(P);
+}
+
+static void send(enum policy_event_type type, pid_t pid, pid_t ppid, uint64_t start_ns,
+		 uint64_t pstart_ns, uint64_t at_ns, uint32_t flags)
+{
+	struct policy_event ev = {
+		.type = type, .flags = flags, .pid = pid, .ppid = ppid,
+		.start_ticks = start_ns / TICK, .start = span_at(start_ns),
+		.pstart = span_at(pstart_ns), .at = span_at(at_ns), .uid = 1000, .gid = 1000,
+		.comm = "test",
+	};
+
+	if (at_ns > F.now)
+		F.now = at_ns;
+	policy__event(P, &ev, F.now);
+}
+
+/* Process @pid started at @start_ns from @ppid (started at @pstart_ns). */
+static void fork_at(pid_t pid, pid_t ppid, uint64_t start_ns, uint64_t pstart_ns)
+{
+	send(POLICY_EV_FORK, pid, ppid, start_ns, pstart_ns, start_ns + 1000, 0);
+}
+
+static void exec_at(pid_t pid, uint64_t start_ns, uint64_t at_ns)
+{
+	F.execd[pid] = at_ns;
+	send(POLICY_EV_EXEC, pid, 0, start_ns, 0, at_ns, 0);
+}
+
+static void exit_at(pid_t pid, uint64_t start_ns, uint64_t at_ns)
+{
+	F.alive[pid] = false;
+	send(POLICY_EV_EXIT, pid, 0, start_ns, 0, at_ns, 0);
+}
+
+static void tick(uint64_t to_ns)
+{
+	F.now = to_ns;
+	policy__tick(P, F.now);
+}
+
+static const struct policy_stats *stats(void)
+{
+	return policy__stats(P);
+}
+
+/* ---- fork ---- */
+
+static void test_fork_gives_the_child_its_parents_entries(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, (struct span){ 2 * SEC, 2 * SEC }, ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.creates, 1);
+	assert_true(F.map[11].exists);
+	assert_int_equal(F.map[11].mi.size, 300);
+	assert_int_equal(stats()->copies_created, 1);
+	/* The parent's map is its own (made after it started): never weighed against mappings. */
+	assert_int_equal(F.entries_calls, 0);
+}
+
+static void test_fork_of_a_parent_without_a_map_writes_nothing(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.creates, 0);
+	assert_false(F.map[11].exists);
+	assert_int_equal(stats()->copies_created, 0);
+}
+
+static void test_vfork_child_gets_nothing(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	send(POLICY_EV_FORK, 11, 10, 5 * SEC, 1 * SEC, 5 * SEC, POLICY_EVF_VFORK);
+	assert_int_equal(F.creates, 0);
+	assert_false(F.map[11].exists);
+}
+
+static void test_child_that_execd_before_the_copy_gets_nothing(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	/* The fork event is read after the child exec'd: BPF recorded the exec. */
+	F.execd[11] = 5 * SEC + 500;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.creates, 0);
+	assert_false(F.map[11].exists);
+	assert_int_equal(stats()->copies_skipped_exec, 1);
+}
+
+static void test_runtime_map_first_gets_the_entries_appended(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	/* The child's runtime made its own map before the agent read the fork. */
+	put_map(11, 40, span_at(5 * SEC + 200), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.appends, 1);
+	assert_int_equal(F.map[11].mi.size, 340);
+	assert_int_equal(stats()->copies_appended, 1);
+	assert_int_equal(F.archive_calls, 0);
+}
+
+static void test_copy_waits_for_an_unfinished_line_then_gives_up(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	put_map(11, 40, span_at(5 * SEC + 200), ENTRIES_MAPPED);
+	F.append_eagain = 2;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_appended, 0);
+	tick(F.now + 100 * MS);
+	assert_int_equal(stats()->copies_appended, 0);
+	tick(F.now + 100 * MS);
+	assert_int_equal(stats()->copies_appended, 1);
+	assert_int_equal(F.appends, 3);
+
+	/* A line never finished: after 5 s, counted as failed, and no more tries. */
+	put_map(12, 40, span_at(6 * SEC + 200), ENTRIES_MAPPED);
+	F.append_eagain = 1000;
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	tick(F.now + 4 * SEC);
+	assert_int_equal(stats()->copies_failed, 0);
+	tick(F.now + 2 * SEC);
+	assert_int_equal(stats()->copies_failed, 1);
+	F.appends = 0;
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.appends, 0);
+}
+
+static void test_over_max_map_bytes_is_neither_copied_nor_archived(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, (2 << 20), span_at(2 * SEC), ENTRIES_UNMAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.creates, 0);
+	assert_int_equal(stats()->too_large, 1);
+	/* Its exec would archive it, but it is over the bound: left as it is. */
+	exec_at(10, 1 * SEC, 6 * SEC);
+	assert_int_equal(F.archive_calls, 0);
+	assert_true(F.map[10].exists);
+	assert_int_equal(stats()->too_large, 2);
+}
+
+static void test_dry_run_decides_and_changes_nothing(void **state)
+{
+	struct policy_config c = cfg;
+
+	(void)state;
+	c.dry_run = true;
+	reconfigure(&c);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	exec_at(10, 1 * SEC, 6 * SEC);
+	exit_at(10, 1 * SEC, 7 * SEC);
+	tick(F.now + 700 * SEC);
+	assert_int_equal(F.creates + F.appends + F.archive_calls, 0);
+	assert_true(F.map[10].exists);
+	assert_false(F.map[11].exists);
+}
+
+static void test_foreign_namespace_is_left_alone(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	send(POLICY_EV_FORK, 11, 10, 5 * SEC, 1 * SEC, 5 * SEC, POLICY_EVF_FOREIGN);
+	assert_int_equal(F.creates, 0);
+	assert_int_equal(stats()->foreign_ns, 1);
+	put_map(11, 50, span_at(3 * SEC), ENTRIES_UNMAPPED);
+	send(POLICY_EV_EXEC, 11, 0, 5 * SEC, 0, 6 * SEC, POLICY_EVF_FOREIGN);
+	exit_at(11, 5 * SEC, 7 * SEC);
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+/* ---- exec, under every combination of evidence ---- */
+
+enum born_when { BORN_BEFORE, BORN_AFTER, BORN_AROUND, BORN_UNKNOWN };
+enum outcome { KEPT, ARCHIVED, DROPPED };
+
+struct exec_case {
+	enum born_when born;
+	enum map_entries entries;
+	enum outcome want;
+	bool ambiguous;            /* counted as such */
+};
+
+#define EXEC_NS (10 * SEC)
+
+static struct span born_span(enum born_when b)
+{
+	switch (b) {
+	case BORN_BEFORE: return (struct span){ EXEC_NS - 50 * MS, EXEC_NS - 10 * MS };
+	case BORN_AFTER: return (struct span){ EXEC_NS + 1000, EXEC_NS + 2 * MS };
+	case BORN_AROUND: return (struct span){ EXEC_NS - 30 * MS, EXEC_NS + 30 * MS };
+	case BORN_UNKNOWN: break;
+	}
+	return SPAN_UNKNOWN;
+}
+
+static void run_exec_case(const struct exec_case *c, size_t i)
+{
+	const struct policy_stats before = *stats();
+	pid_t pid = 20;
+	uint64_t ambiguous;
+
+	memset(F.archived, 0, sizeof(F.archived));
+	F.map[pid].exists = false;
+	F.execd[pid] = 0;
+	fork_at(pid, 1, 1 * SEC, 0);
+	put_map(pid, 500, born_span(c->born), c->entries);
+	exec_at(pid, 1 * SEC, EXEC_NS);
+	ambiguous = stats()->ambiguous_kept - before.ambiguous_kept;
+	switch (c->want) {
+	case KEPT:
+		if (F.map[pid].exists && !F.archived[pid] && ambiguous == c->ambiguous)
+			break;
+		fail_msg("case %zu (born %d, entries %d): want kept%s; archived %d, ambiguous %llu",
+			 i, c->born, c->entries, c->ambiguous ? " (ambiguous)" : "",
+			 F.archived[pid], (unsigned long long)ambiguous);
+		break;
+	case ARCHIVED:
+		if (F.archived[pid] == 1 + ARCHIVE_EXEC && !ambiguous)
+			break;
+		fail_msg("case %zu (born %d, entries %d): want archived; archived %d, ambiguous %llu",
+			 i, c->born, c->entries, F.archived[pid], (unsigned long long)ambiguous);
+		break;
+	case DROPPED:
+		break;
+	}
+	exit_at(pid, 1 * SEC, EXEC_NS + SEC);
+	F.map[pid].exists = false;
+	tick(F.now + 700 * SEC);
+}
+
+static void test_exec_under_every_combination_of_evidence(void **state)
+{
+	/*
+	 * Made after the exec: the new image's, whatever its entries. Made
+	 * before: the old image's, unless its newest entries name the new
+	 * image's memory (it appended: kept, ambiguous) or the process cannot
+	 * be read. When the index cannot say: the entries decide, and an empty
+	 * map or an unreadable process keeps it.
+	 */
+	static const struct exec_case cases[] = {
+		{ BORN_AFTER, ENTRIES_MAPPED, KEPT, false },
+		{ BORN_AFTER, ENTRIES_UNMAPPED, KEPT, false },
+		{ BORN_AFTER, ENTRIES_NONE, KEPT, false },
+		{ BORN_AFTER, ENTRIES_UNKNOWN, KEPT, false },
+		{ BORN_BEFORE, ENTRIES_MAPPED, KEPT, true },
+		{ BORN_BEFORE, ENTRIES_UNMAPPED, ARCHIVED, false },
+		{ BORN_BEFORE, ENTRIES_NONE, ARCHIVED, false },
+		{ BORN_BEFORE, ENTRIES_UNKNOWN, KEPT, true },
+		{ BORN_AROUND, ENTRIES_MAPPED, KEPT, false },
+		{ BORN_AROUND, ENTRIES_UNMAPPED, ARCHIVED, false },
+		{ BORN_AROUND, ENTRIES_NONE, KEPT, true },
+		{ BORN_AROUND, ENTRIES_UNKNOWN, KEPT, true },
+		{ BORN_UNKNOWN, ENTRIES_MAPPED, KEPT, false },
+		{ BORN_UNKNOWN, ENTRIES_UNMAPPED, ARCHIVED, false },
+		{ BORN_UNKNOWN, ENTRIES_NONE, KEPT, true },
+		{ BORN_UNKNOWN, ENTRIES_UNKNOWN, KEPT, true },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_exec_case(&cases[i], i);
+	assert_int_equal(stats()->exec_kept, 6);
+	assert_int_equal(stats()->exec_archived, 4);
+	assert_int_equal(stats()->ambiguous_kept, 6);
+}
+
+static void test_exec_never_takes_a_map_made_microseconds_after_it(void **state)
+{
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	/* Made 2 us after the exec, in the same 4 ms file-time tick; not yet written. */
+	put_map(20, 0, (struct span){ EXEC_NS + 2000, EXEC_NS + 40000 }, ENTRIES_NONE);
+	exec_at(20, 1 * SEC, EXEC_NS);
+	assert_true(F.map[20].exists);
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(stats()->exec_kept, 1);
+	assert_int_equal(stats()->by_index, 1);
+	/* Decided by the index alone: no /proc read. */
+	assert_int_equal(F.entries_calls, 0);
+}
+
+static void test_exec_drops_an_untouched_copy_even_when_made_late(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	/* The copy is made after the child exec'd (a slow copy): still only the parent's entries. */
+	F.now = EXEC_NS + 5 * MS;
+	fork_at(21, 10, 9 * SEC, 1 * SEC);
+	assert_true(F.map[21].exists);
+	F.execd[21] = EXEC_NS;
+	send(POLICY_EV_EXEC, 21, 0, 9 * SEC, 0, EXEC_NS, 0);
+	assert_int_equal(F.archived[21], 1 + ARCHIVE_DROP);
+	assert_int_equal(stats()->exec_dropped, 1);
+	assert_int_equal(stats()->by_identity, 1);
+}
+
+static void test_exec_keeps_a_late_copy_the_new_image_wrote_to(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.now = EXEC_NS + 5 * MS;
+	fork_at(21, 10, 9 * SEC, 1 * SEC);
+	F.map[21].mi.size += 40;  /* the new image appended its own line */
+	F.execd[21] = EXEC_NS;
+	send(POLICY_EV_EXEC, 21, 0, 9 * SEC, 0, EXEC_NS, 0);
+	assert_true(F.map[21].exists);
+	assert_int_equal(F.archived[21], 0);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+}
+
+static void test_exec_archives_a_copy_the_old_image_wrote_to(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(21, 10, 9 * SEC, 1 * SEC);
+	F.map[21].mi.size += 40;           /* the child's own line, before the exec */
+	F.map[21].entries = ENTRIES_UNMAPPED;  /* nothing of the new image's */
+	exec_at(21, 9 * SEC, EXEC_NS);
+	assert_int_equal(F.archived[21], 1 + ARCHIVE_EXEC);
+}
+
+static void test_exec_mappings_of_a_later_image_tell_nothing(void **state)
+{
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	put_map(20, 500, born_span(BORN_AROUND), ENTRIES_UNMAPPED);
+	/* Read late: the process exec'd twice, and its mappings are the second image's. */
+	F.execd[20] = EXEC_NS + 50 * MS;
+	send(POLICY_EV_EXEC, 20, 0, 1 * SEC, 0, EXEC_NS, 0);
+	assert_true(F.map[20].exists);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+}
+
+static void test_exec_busy_is_retried_within_milliseconds(void **state)
+{
+	uint64_t next;
+
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	put_map(20, 500, born_span(BORN_BEFORE), ENTRIES_UNMAPPED);
+	F.busy = 3;   /* the old image's fd, closing as the task returns to user space */
+	exec_at(20, 1 * SEC, EXEC_NS);
+	assert_true(F.map[20].exists);
+	assert_int_equal(stats()->busy_deferred, 1);
+	next = policy__next_deadline(P);
+	assert_true(next > F.now && next <= F.now + 1 * MS);
+	tick(next);
+	tick(policy__next_deadline(P));
+	assert_true(F.map[20].exists);
+	tick(policy__next_deadline(P));
+	assert_int_equal(F.archived[20], 1 + ARCHIVE_EXEC);
+	assert_int_equal(stats()->exec_archived, 1);
+	assert_int_equal(policy__next_deadline(P), UINT64_MAX);
+}
+
+static void test_exec_busy_for_good_is_left_to_the_new_image(void **state)
+{
+	uint64_t first;
+
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	put_map(20, 500, born_span(BORN_BEFORE), ENTRIES_UNMAPPED);
+	F.busy = 1 << 30;  /* the new image opened it and keeps it */
+	exec_at(20, 1 * SEC, EXEC_NS);
+	first = F.now;
+	while (policy__next_deadline(P) != UINT64_MAX && F.now < first + 10 * SEC)
+		tick(policy__next_deadline(P));
+	assert_true(F.now - first >= 2 * SEC && F.now - first < 3 * SEC);
+	assert_true(F.map[20].exists);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+	assert_int_equal(stats()->exec_archived, 0);
+}
+
+/* ---- exit and retention ---- */
+
+static void test_exit_keeps_the_map_for_the_retention_then_archives(void **state)
+{
+	uint64_t exited;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	exited = F.now;
+	assert_int_equal(policy__retained(P), 1);
+	assert_int_equal(policy__processes(P), 0);
+	/* The lower bound: still at its path a moment before the period ends. */
+	tick(exited + 600 * SEC - 1);
+	assert_true(F.map[30].exists);
+	assert_int_equal(F.archive_calls, 0);
+	tick(exited + 600 * SEC);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+static void test_exit_busy_map_waits_ten_seconds_more(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	F.busy = 1;  /* a forked LuaJIT child still writes into it */
+	tick(due);
+	assert_true(F.map[30].exists);
+	tick(due + 10 * SEC - 1);
+	assert_true(F.map[30].exists);
+	tick(due + 10 * SEC);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+}
+
+static void test_exit_of_a_map_made_after_it_is_not_retained(void **state)
+{
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	/* Made after the exit: by the next process at the pid, or anyone else. */
+	put_map(30, 500, (struct span){ 20 * SEC + 1000, 20 * SEC + 9000 }, ENTRIES_UNKNOWN);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+static void test_orphan_map_is_retained_unless_its_pid_lives(void **state)
+{
+	struct policy_event ev = { .type = POLICY_EV_MAP, .pid = 40, .start = SPAN_UNKNOWN,
+				   .at = SPAN_UNKNOWN };
+
+	(void)state;
+	put_map(40, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+	F.alive[40] = true;   /* its fork event is still queued */
+	policy__map_appeared(P, 40, F.now);
+	assert_int_equal(policy__retained(P), 0);
+	F.alive[40] = false;
+	policy__event(P, &ev, F.now);
+	assert_int_equal(policy__retained(P), 1);
+	tick(F.now + 600 * SEC);
+	assert_int_equal(F.archived[40], 1 + ARCHIVE_EXIT);
+}
+
+/* ---- pid reuse ---- */
+
+static void test_reuse_archives_the_earlier_processs_untouched_map(void **state)
+{
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	/* A new process at pid 30; its mappings happen to cover the old entries (prefork). */
+	F.map[30].entries = ENTRIES_MAPPED;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_STALE);
+	assert_int_equal(stats()->stale_archived, 1);
+	assert_int_equal(stats()->by_identity, 1);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+static void test_reuse_keeps_a_map_the_new_process_appended_to(void **state)
+{
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	F.map[30].mi.size += 60;  /* the new holder's runtime appended before the agent read the fork */
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_true(F.map[30].exists);
+	assert_int_equal(F.archived[30], 0);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+	assert_int_equal(policy__retained(P), 0);  /* the pid has a new holder: nothing to expire */
+}
+
+static void test_reuse_keeps_the_new_processs_own_map(void **state)
+{
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	/* The old map is gone; the new process made its own microseconds after its start. */
+	put_map(30, 80, (struct span){ 30 * SEC + 2000, 30 * SEC + 5000 }, ENTRIES_NONE);
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_true(F.map[30].exists);
+	assert_int_equal(F.archive_calls, 0);
+	tick(F.now + 700 * SEC);
+	assert_true(F.map[30].exists);
+}
+
+static void test_reuse_after_an_unseen_exit(void **state)
+{
+	(void)state;
+	/* A map left long before, whose writer's exit the agent never saw. */
+	put_map(31, 500, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	fork_at(31, 1, 30 * SEC, 0);
+	assert_int_equal(F.archived[31], 1 + ARCHIVE_STALE);
+	/* The same, but the new process's mappings cover its entries: it may have appended. */
+	put_map(32, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(32, 1, 30 * SEC, 0);
+	assert_true(F.map[32].exists);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+}
+
+static void test_fork_read_after_the_child_execd_keeps_the_map(void **state)
+{
+	(void)state;
+	/*
+	 * Read late: the child exec'd a JIT that made its map, then exec'd again.
+	 * The entries name none of the latest image's memory, but that says
+	 * nothing of whether they were there before the fork: the exec events
+	 * decide, not the fork.
+	 */
+	put_map(34, 500, (struct span){ 29 * SEC, 31 * SEC }, ENTRIES_UNMAPPED);
+	F.execd[34] = 30 * SEC + 5 * MS;
+	fork_at(34, 1, 30 * SEC, 0);
+	assert_true(F.map[34].exists);
+	assert_int_equal(F.archive_calls, 0);
+	exec_at(34, 30 * SEC, 30 * SEC + 5 * MS);
+	assert_int_equal(F.archived[34], 1 + ARCHIVE_EXEC);
+}
+
+static void test_reuse_seen_by_a_start_time_that_changed(void **state)
+{
+	(void)state;
+	fork_at(33, 1, 1 * SEC, 0);
+	put_map(33, 500, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	/* The exit was lost: the fork of another process at 33 tells. */
+	fork_at(33, 1, 30 * SEC, 0);
+	assert_int_equal(F.archived[33], 1 + ARCHIVE_STALE);
+	assert_int_equal(policy__processes(P), 1);
+}
+
+/* ---- scans ---- */
+
+static void test_scan_ends_the_unseen_and_copies_the_found(void **state)
+{
+	struct policy_event found = { .type = POLICY_EV_FOUND, .pid = 51, .ppid = 50,
+				      .start_ticks = 500, .start = span_of_ticks(500, TICK),
+				      .pstart = SPAN_UNKNOWN, .at = SPAN_UNKNOWN, .uid = 1000 };
+
+	(void)state;
+	fork_at(50, 1, 1 * SEC, 0);
+	fork_at(60, 1, 2 * SEC, 0);
+	put_map(60, 100, span_at(3 * SEC), ENTRIES_MAPPED);
+	put_map(50, 100, span_at(3 * SEC), ENTRIES_MAPPED);
+	assert_true(policy__mark(P, 50, 1 * SEC / TICK));
+	assert_false(policy__mark(P, 60, 99));  /* another process at 60 now */
+	policy__sweep(P, F.now);
+	assert_int_equal(policy__processes(P), 1);
+	assert_int_equal(policy__retained(P), 1);  /* 60's map waits for the retention */
+	/* A child forked while no agent ran, still running its parent's image. */
+	F.same_image = true;
+	policy__event(P, &found, F.now);
+	assert_true(F.map[51].exists);
+	assert_int_equal(stats()->copies_created, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_fork_gives_the_child_its_parents_entries),
+		T(test_fork_of_a_parent_without_a_map_writes_nothing),
+		T(test_vfork_child_gets_nothing),
+		T(test_child_that_execd_before_the_copy_gets_nothing),
+		T(test_runtime_map_first_gets_the_entries_appended),
+		T(test_copy_waits_for_an_unfinished_line_then_gives_up),
+		T(test_over_max_map_bytes_is_neither_copied_nor_archived),
+		T(test_dry_run_decides_and_changes_nothing),
+		T(test_foreign_namespace_is_left_alone),
+		T(test_exec_under_every_combination_of_evidence),
+		T(test_exec_never_takes_a_map_made_microseconds_after_it),
+		T(test_exec_drops_an_untouched_copy_even_when_made_late),
+		T(test_exec_keeps_a_late_copy_the_new_image_wrote_to),
+		T(test_exec_archives_a_copy_the_old_image_wrote_to),
+		T(test_exec_mappings_of_a_later_image_tell_nothing),
+		T(test_exec_busy_is_retried_within_milliseconds),
+		T(test_exec_busy_for_good_is_left_to_the_new_image),
+		T(test_exit_keeps_the_map_for_the_retention_then_archives),
+		T(test_exit_busy_map_waits_ten_seconds_more),
+		T(test_exit_of_a_map_made_after_it_is_not_retained),
+		T(test_orphan_map_is_retained_unless_its_pid_lives),
+		T(test_reuse_archives_the_earlier_processs_untouched_map),
+		T(test_reuse_keeps_a_map_the_new_process_appended_to),
+		T(test_reuse_keeps_the_new_processs_own_map),
+		T(test_reuse_after_an_unseen_exit),
+		T(test_fork_read_after_the_child_execd_keeps_the_map),
+		T(test_reuse_seen_by_a_start_time_that_changed),
+		T(test_scan_ends_the_unseen_and_copies_the_found),
+#undef T
+	};
+
+	/* The decisions' own log lines would drown cmocka's. */
+	log_max_level = LOG_ERROR;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

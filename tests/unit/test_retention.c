@@ -1,0 +1,138 @@
+/* retention: maps waiting at their paths, and the rules for trying again. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "retention.h"
+
+#define MS 1000000ull
+#define SEC 1000000000ull
+
+static int dues, gave_ups;
+static enum retain_result answer;
+
+static enum retain_result due(void *ctx, const struct retained *e)
+{
+	(void)ctx;
+	(void)e;
+	dues++;
+	return answer;
+}
+
+static void gave_up(void *ctx, const struct retained *e)
+{
+	(void)ctx;
+	(void)e;
+	gave_ups++;
+}
+
+static const struct retention_cb cb = { .due = due, .gave_up = gave_up };
+
+static void test_add_find_replace_forget(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .pid = 7, .kind = RETAIN_EXITED, .deadline_ns = 10 * SEC };
+	int i;
+
+	(void)state;
+	assert_non_null(r);
+	assert_int_equal(retention__add(r, &e), 0);
+	e.deadline_ns = 20 * SEC;
+	assert_int_equal(retention__add(r, &e), 0);  /* same pid: replaced */
+	assert_int_equal(retention__count(r, RETAIN_EXITED), 1);
+	assert_int_equal(retention__find(r, 7)->deadline_ns, 20 * SEC);
+	/* Many, to make the table grow. */
+	for (i = 100; i < 2100; i++) {
+		e.pid = i;
+		assert_int_equal(retention__add(r, &e), 0);
+	}
+	assert_int_equal(retention__count(r, RETAIN_EXITED), 2001);
+	assert_non_null(retention__find(r, 1500));
+	retention__forget(r, 1500);
+	assert_null(retention__find(r, 1500));
+	assert_int_equal(retention__count(r, RETAIN_EXITED), 2000);
+	retention__free(r);
+	retention__free(NULL);
+}
+
+static void test_nothing_before_its_deadline(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .pid = 7, .kind = RETAIN_EXITED, .deadline_ns = 10 * SEC };
+
+	(void)state;
+	dues = 0;
+	answer = RETAIN_DONE;
+	retention__add(r, &e);
+	retention__expire(r, 10 * SEC - 1, &cb);
+	assert_int_equal(dues, 0);
+	retention__expire(r, 10 * SEC, &cb);
+	assert_int_equal(dues, 1);
+	assert_null(retention__find(r, 7));
+	retention__free(r);
+}
+
+static void test_busy_exited_map_waits_ten_seconds_without_end(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .pid = 7, .kind = RETAIN_EXITED, .deadline_ns = 10 * SEC };
+	uint64_t t = 10 * SEC;
+	int i;
+
+	(void)state;
+	dues = gave_ups = 0;
+	answer = RETAIN_BUSY;
+	retention__add(r, &e);
+	for (i = 0; i < 100; i++, t += RETRY_EXITED_NS) {
+		retention__expire(r, t + RETRY_EXITED_NS - 1, &cb);
+		assert_int_equal(dues, i + 1);
+	}
+	assert_int_equal(gave_ups, 0);
+	assert_non_null(retention__find(r, 7));
+	/* Busy moves are not exited maps: no early timer for these. */
+	assert_int_equal(retention__next_move(r), UINT64_MAX);
+	retention__free(r);
+}
+
+static void test_busy_move_backs_off_then_gives_up(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .pid = 9, .reason = 1 };
+	uint64_t now = 5 * SEC, prev_wait = 0, wait;
+
+	(void)state;
+	dues = gave_ups = 0;
+	answer = RETAIN_BUSY;
+	assert_int_equal(retention__add_move(r, &e, now), 0);
+	assert_int_equal(retention__count(r, RETAIN_MOVE), 1);
+	assert_int_equal(retention__next_move(r), now + RETRY_MOVE_FIRST_NS);
+	while (retention__find(r, 9)) {
+		wait = retention__next_move(r) - now;
+		/* 1 ms, then twice as long each time, never more than RETRY_MOVE_MAX_NS. */
+		assert_true(wait <= RETRY_MOVE_MAX_NS);
+		assert_true(!prev_wait || wait == prev_wait * 2 || wait == RETRY_MOVE_MAX_NS);
+		prev_wait = wait;
+		now += wait;
+		retention__expire(r, now, &cb);
+	}
+	assert_int_equal(gave_ups, 1);
+	assert_true(now - 5 * SEC >= MOVE_BUDGET_NS);
+	assert_true(now - 5 * SEC < MOVE_BUDGET_NS + RETRY_MOVE_MAX_NS);
+	assert_int_equal(retention__next_move(r), UINT64_MAX);
+	retention__free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_add_find_replace_forget),
+		cmocka_unit_test(test_nothing_before_its_deadline),
+		cmocka_unit_test(test_busy_exited_map_waits_ten_seconds_without_end),
+		cmocka_unit_test(test_busy_move_backs_off_then_gives_up),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -19,12 +19,13 @@ agent_on() {
 		--retention 1h || exit 1
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "== machine: Linux $(uname -r), $(nproc) CPUs, /tmp on $(findmnt -n -o FSTYPE --target /tmp | tail -1)"
 
 # The latency depends on the map directory's filesystem: on ext4 the copy's
 # inode creation and link wait for the journal, so a busy disk shows in the
 # tail. Measured where the host's /tmp is, and on tmpfs (/dev/shm).
 latency_in() {   # latency_in PARENT_DIR
-	local parent=$1 spec entries n line fs
+	local parent=$1 spec entries n line fs from
 	D=$(mktemp -d "$parent/perfmapd-bench.XXXXXX")
 	chmod 1777 "$D"
 	fs=$(findmnt -n -o FSTYPE --target "$D" | tail -1)
@@ -32,9 +33,15 @@ latency_in() {   # latency_in PARENT_DIR
 	for spec in 1000:200 10000:200 100000:40; do
 		entries=${spec%:*}
 		n=${spec#*:}
+		from=$(($(wc -l <"$AGENT_LOG") + 1))
 		line=$("$BUILD/tests/forkjit" --dir "$D" --entries "$entries" --children "$n" --serial \
 			--wait-map-ms 5000 --report | tail -1)
 		printf '  %-6s %6d entries: %s (%d forks)\n' "$fs" "$entries" "$line" "$n"
+		# The agent's own part: the copy, as its log line times it.
+		tail -n +"$from" "$AGENT_LOG" | sed -n 's/^perfmapd: copy .* (\([0-9.]*\) ms)$/\1/p' |
+			sort -g | awk -v fs="$fs" -v e="$entries" '{ v[NR] = $1 } END {
+				if (NR) printf "  %-6s %6d entries: agent copy_ms p50 %.2f p99 %.2f max %.2f (%d copies, from its log)\n",
+					fs, e, v[int(NR / 2) + 1], v[int(NR * 99 / 100) + 1], v[NR], NR }'
 		rm -f "$D"/perf-*.map
 	done
 	stop_agent
@@ -73,6 +80,7 @@ run_side() {   # run_side W: two fork and two syscall runs, into f$W c$W s$W
 	read -r rs1 rsc1 < <($PIN "$BUILD/loadgen" syscall "$SYSCALLS")
 	read -r rf2 rc2 < <($PIN "$BUILD/loadgen" fork "$FORKS")
 	read -r rs2 rsc2 < <($PIN "$BUILD/loadgen" syscall "$SYSCALLS")
+	if [ "$1" = 0 ]; then rate0+=("$rf1" "$rf2"); else rate1+=("$rf1" "$rf2"); fi
 	printf -v "f$1" '%s' $(((rf1 + rf2) / 2))      # fork+exit per s
 	printf -v "c$1" '%s' $(((rc1 + rc2) / 2))      # CPU ns per fork+exit
 	printf -v "s$1" '%s' "$(awk -v a="$rsc1" -v b="$rsc2" 'BEGIN { print (a + b) / 2 }')"
@@ -95,7 +103,7 @@ summary() {   # summary LABEL GOAL VALUES...: median and middle half
 	printf '  %-46s median %s, middle half %s..%s (goal %s)\n' "$label" "$q2" "$q1" "$q3" "$goal"
 }
 echo "== cost to the host: $ROUNDS rounds, each 2 x $FORKS fork+exit and 2 x $SYSCALLS getppid without and with perfmapd"
-fw=() fc=() sc=() cw=() gw=()
+fw=() fc=() sc=() cw=() gw=() rate0=() rate1=()
 for r in $(seq "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then
 		with_agent
@@ -114,13 +122,23 @@ done
 summary "fork+exit throughput with/without, clock:" ">= 0.95" "${fw[@]}"
 summary "fork+exit throughput with/without, CPU time:" ">= 0.95" "${fc[@]}"
 summary "null syscall cost with/without, CPU time:" "<= 1.02" "${sc[@]}"
+spread() { sort -g | awk '{ v[NR] = $1 } END { printf "%d..%d/s, median %d/s", v[1], v[NR], v[int((NR + 1) / 2)] }'; }
+printf '  fork+exit per single run (pinned), without: %s; with: %s\n' \
+	"$(printf '%s\n' "${rate0[@]}" | spread)" "$(printf '%s\n' "${rate1[@]}" | spread)"
 cpu_without=$(printf '%s\n' "${cw[@]}" | median)
 agent_per_fork=$(printf '%s\n' "${gw[@]}" | median)
 
 # In-kernel cost of the BPF programs per run (fork, exec or exit), from the
 # kernel's own accounting: kernel.bpf_stats_enabled, on only for this.
-echo "== BPF program run time (kernel.bpf_stats_enabled, via perfmapctl status)"
+TICK_MS=$(awk '$1 == "#define" && $2 == "TICK_MS" { print $3 }' "$HERE/../../agent/perfmapd.c")
+echo "== agent CPU while idle (a second's rest after the start, then 2 s with no load)"
 agent_on
+sleep 1
+a0=$(agent_cpu_ns)
+sleep 2
+awk -v d=$(($(agent_cpu_ns) - a0)) -v t="${TICK_MS:-100}" 'BEGIN {
+	printf "  %.0f us per second, %.1f us per %d ms tick\n", d / 2e3, d / 2e3 * t / 1000, t }'
+echo "== BPF program run time (kernel.bpf_stats_enabled, via perfmapctl status)"
 old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 $PIN "$BUILD/loadgen" fork 2000 >/dev/null
@@ -143,12 +161,13 @@ awk -v t="$bpf_ns" -v n="$bpf_runs" -v ag="$agent_per_fork" -v base="$cpu_withou
 echo "== agent memory"
 agent_on
 base=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
+base_procs=$(status_of "$D" processes)
 coproc HOLD { "$BUILD/loadgen" hold 10000; }
 read -r _ <&"${HOLD[0]}"
 wait_for 60 test "$(status_of "$D" processes)" -ge 10000
 tracked=$(status_of "$D" processes)
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
-printf '  RSS %d KiB tracking %d processes (%d KiB at start)\n' "$rss" "$tracked" "$base"
+printf '  RSS %d KiB tracking %d processes (%d KiB at start, tracking %d)\n' "$rss" "$tracked" "$base" "$base_procs"
 exec {HOLD[1]}>&-
 wait "$HOLD_PID" 2>/dev/null
 stop_agent

@@ -6,6 +6,8 @@
  * cannot be its own, while its own newest ones always do. The newest entries
  * are at the end of the file: a runtime that appends to an earlier file adds
  * its lines after the earlier writer's, one that truncates leaves only its own.
+ * Both kinds in the tail is a file two writers shared, or a runtime that
+ * freed code it had named: which, the entries cannot tell.
  * With address-space randomization off, an old image's addresses can meet the
  * new one's mappings by chance: that only ever keeps a map, never moves one.
  */
@@ -89,7 +91,7 @@ static enum map_entries check_tail(int fd, uint64_t size, const struct ranges *r
 {
 	uint64_t off = size > MAPPINGS_TAIL_BYTES ? size - MAPPINGS_TAIL_BYTES : 0;
 	struct perfmap_record rec;
-	size_t entries = 0;
+	size_t entries = 0, mapped = 0;
 	char *buf, *p, *end, *nl;
 	ssize_t n;
 	enum map_entries verdict = ENTRIES_UNKNOWN;
@@ -111,13 +113,11 @@ static enum map_entries check_tail(int fd, uint64_t size, const struct ranges *r
 		if (perfmap_parse_line(p, nl - p, 0, &rec) != PERFMAP_REJECT_NONE)
 			continue;
 		entries++;
-		if (in_ranges(rs, rec.start)) {
-			verdict = ENTRIES_MAPPED;
-			goto free_buf;
-		}
+		mapped += in_ranges(rs, rec.start);
 	}
 none:
-	verdict = entries ? ENTRIES_UNMAPPED : ENTRIES_NONE;
+	verdict = !entries ? ENTRIES_NONE : !mapped ? ENTRIES_UNMAPPED :
+		  mapped < entries ? ENTRIES_MIXED : ENTRIES_MAPPED;
 free_buf:
 	free(buf);
 	return verdict;

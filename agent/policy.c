@@ -109,6 +109,10 @@ static void judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struc
 			*j = (struct judgement){ LATER, BY_MAPPINGS,
 				"its newest entries name the process's memory" };
 		return;
+	case ENTRIES_MIXED:
+		*j = (struct judgement){ AMBIGUOUS, BY_MAPPINGS,
+			"some of its newest entries name the process's memory, some do not: written by both?" };
+		return;
 	case ENTRIES_UNMAPPED:
 		if (before)
 			*j = (struct judgement){ EARLIER, BY_INDEX, "made before it" };
@@ -310,6 +314,15 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what)
 		return;
 	if (pr->own_ino && same_file(&mi, pr->own_dev, pr->own_ino))
 		return;
+	/*
+	 * Read after the process exec'd: its exec events, queued behind this
+	 * one, judge the map against the image that was there to write it.
+	 */
+	if (!kp && p->store.ops->execd_since(p->store.ctx, pr->tgid, pr->start.lo)) {
+		pr_debug("%s %d (%s): exec'd since; its exec decides about %s/perf-%d.map",
+			 what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid);
+		return;
+	}
 	judge(p, pr->tgid, pr->start_ticks, &mi, pr->start, kp, &j);
 	count_judgement(p, &j);
 	if (j.verdict != EARLIER) {
@@ -317,6 +330,9 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what)
 		if (j.verdict == AMBIGUOUS)
 			pr_info("%s %d (%s): %s/perf-%d.map kept: %s; which process wrote it is not clear",
 				what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+		else
+			pr_info("%s %d (%s): %s/perf-%d.map is this process's own: %s; kept", what,
+				(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
 		return;
 	}
 	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,

@@ -59,7 +59,8 @@ struct map_info {
 enum map_entries {
 	ENTRIES_UNKNOWN,    /* the process is gone, or the file or /proc could not be read */
 	ENTRIES_NONE,       /* no complete entry */
-	ENTRIES_MAPPED,     /* at least one lies in the process's mappings */
+	ENTRIES_MAPPED,     /* every one lies in the process's mappings */
+	ENTRIES_MIXED,      /* some do, some do not: another writer's lines among its own? */
 	ENTRIES_UNMAPPED,   /* entries, and none lies in its mappings */
 };
 

@@ -1,20 +1,75 @@
-/* perfmapctl status: ask the running perfmapd what it tracks. */
+/*
+ * perfmapctl status: ask the running perfmapd what it tracks. The agent
+ * sends "key: value" lines; --json turns them into one JSON object, as
+ * bpftool's -j does, through json-c: numbers stay numbers, yes and no become
+ * booleans, everything else a string, escaped by the library.
+ */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "ctl.h"
 #include "perfmap_tools.h"
 
-static int status(const char *map_dir, const char *run_dir)
+#define STATUS_MAX (64u << 10)
+
+enum status_format { STATUS_TEXT, STATUS_JSON, STATUS_JSON_PRETTY };
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static struct json_object *json_value(const char *v)
+{
+	if (all_digits(v) && strlen(v) < 20)
+		return json_object_new_uint64(strtoull(v, NULL, 10));
+	if (!strcmp(v, "yes") || !strcmp(v, "no"))
+		return json_object_new_boolean(!strcmp(v, "yes"));
+	return json_object_new_string(v);
+}
+
+/* The agent's "key: value" lines as one JSON object on stdout. */
+static int print_json(char *text, bool pretty)
+{
+	struct json_object *obj = json_object_new_object();
+	char *line, *save = NULL, *sep;
+
+	if (!obj)
+		return CTL_ERROR;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		sep = strstr(line, ": ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		json_object_object_add(obj, line, json_value(sep + 2));
+	}
+	puts(json_object_to_json_string_ext(obj, pretty ? JSON_C_TO_STRING_PRETTY :
+					    JSON_C_TO_STRING_PLAIN));
+	json_object_put(obj);
+	return CTL_OK;
+}
+
+static int status(const char *map_dir, const char *run_dir, enum status_format format)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char lock[PATH_MAX], sock[PATH_MAX], buf[4096];
+	char lock[PATH_MAX], sock[PATH_MAX];
+	char *buf;
+	size_t len = 0;
 	ssize_t n;
 	int fd, err;
 
@@ -39,14 +94,27 @@ static int status(const char *map_dir, const char *run_dir)
 			ctl_error("status: %s: %s", sock, strerror(err));
 		return CTL_ERROR;
 	}
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		fwrite(buf, 1, n, stdout);
-	close(fd);
-	if (n < 0) {
-		ctl_error("status: %s: %s", sock, strerror(errno));
+	buf = malloc(STATUS_MAX + 1);
+	if (!buf) {
+		close(fd);
 		return CTL_ERROR;
 	}
-	return CTL_OK;
+	while (len < STATUS_MAX && (n = read(fd, buf + len, STATUS_MAX - len)) > 0)
+		len += n;
+	err = n < 0 ? errno : 0;
+	close(fd);
+	if (err) {
+		ctl_error("status: %s: %s", sock, strerror(err));
+		free(buf);
+		return CTL_ERROR;
+	}
+	buf[len] = '\0';
+	if (format == STATUS_TEXT)
+		fwrite(buf, 1, len, stdout);
+	else
+		err = print_json(buf, format == STATUS_JSON_PRETTY);
+	free(buf);
+	return err ? CTL_ERROR : CTL_OK;
 }
 
 int cmd_status(int argc, char **argv)
@@ -54,13 +122,16 @@ int cmd_status(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, 'd' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *map_dir = "/tmp", *run_dir = PERFMAPD_RUN_DIR;
+	enum status_format format = STATUS_TEXT;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:r:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:r:jph", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			map_dir = optarg;
@@ -68,8 +139,14 @@ int cmd_status(int argc, char **argv)
 		case 'r':
 			run_dir = optarg;
 			break;
+		case 'j':
+			format = format == STATUS_TEXT ? STATUS_JSON : format;
+			break;
+		case 'p':
+			format = STATUS_JSON_PRETTY;
+			break;
 		case 'h':
-			printf("Usage: perfmapctl status [--map-dir DIR] [--run-dir DIR]\n");
+			printf("Usage: perfmapctl status [--map-dir DIR] [--run-dir DIR] [--json | --pretty]\n");
 			return CTL_OK;
 		default:
 			return CTL_ERROR;
@@ -79,5 +156,5 @@ int cmd_status(int argc, char **argv)
 		ctl_error("status: unexpected argument '%s'", argv[optind]);
 		return CTL_ERROR;
 	}
-	return status(map_dir, run_dir);
+	return status(map_dir, run_dir, format);
 }

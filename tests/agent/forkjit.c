@@ -8,11 +8,18 @@
  *   forkjit [--dir DIR] [--entries N] [--children N] [--run-ms MS]
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
  *           [--startup-ms MS] [--fork-delay-ms MS] [--hold-ms MS] [--print-pids]
- *           [--report] [--serial]
+ *           [--report] [--serial] [--stop-first] [--check-own] [--child-append]
  *           [--exec CMD ARGS...]
  *
+ * --stop-first stops the process (SIGSTOP) before anything else, so that a
+ * test can let the agent act first; --check-own verifies at the end that the
+ * process's own map is still at its path, beginning with its entries;
+ * --child-append has each child append a line to its copy, as its runtime
+ * would.
+ *
  * Exit status: 0 when every child found its map complete (or none was asked
- * to look), 1 otherwise, 2 on usage or set-up errors.
+ * to look) and the checks asked for pass, 1 otherwise, 2 on usage or set-up
+ * errors.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +44,7 @@ struct opts {
 	const char *prefix;
 	unsigned long entries, children, run_ms, wait_ms, startup_ms, fork_delay_ms, hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
-	int print_pids, report, serial;
+	int print_pids, report, serial, stop_first, check_own, child_append;
 	char **exec_argv;
 };
 
@@ -149,6 +156,23 @@ static int file_equals(const char *path, const char *want, size_t len)
 	return same;
 }
 
+/* Does the file at @path begin with @want? */
+static int map_begins_with(const char *path, const char *want, size_t len)
+{
+	char *buf = malloc(len + 1);
+	ssize_t n = -1;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0 && buf)
+		n = pread(fd, buf, len, 0);
+	if (fd >= 0)
+		close(fd);
+	n = n == (ssize_t)len && !memcmp(buf, want, len);
+	free(buf);
+	return (int)n;
+}
+
 /* Wait until our map holds @want exactly; the time since the fork, or 0. */
 static uint64_t wait_for_map(const struct opts *o, const char *want, size_t len,
 			     uint64_t t_fork)
@@ -230,6 +254,21 @@ static void child(const struct opts *o, unsigned char *code, const char *map, si
 		r.latency_ns = wait_for_map(o, want, want_len, t_fork);
 		r.ok = r.latency_ns != 0;
 	}
+	/* The copy is the child's file: its runtime appends to it as to its own. */
+	if (r.ok && o->child_append) {
+		n = snprintf(own, sizeof(own), "%lx %x %s_child_%d\n",
+			     (unsigned long)(uintptr_t)(code + o->entries * SLOT), SLOT, o->prefix,
+			     (int)getpid());
+		int fd = write_map(map_path(o, getpid()), own, n);
+
+		if (fd < 0) {
+			fprintf(stderr, "forkjit: child %d cannot append to %s: %s\n", (int)getpid(),
+				map_path(o, getpid()), strerror(errno));
+			r.ok = 0;
+		} else {
+			close(fd);
+		}
+	}
 	if (write(wfd, &r, sizeof(r)) != sizeof(r))
 		_exit(2);
 	if (o->run_ms)
@@ -275,6 +314,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "print-pids", no_argument, NULL, 'P' },
 		{ "report", no_argument, NULL, 'R' },
 		{ "serial", no_argument, NULL, 'S' },
+		{ "stop-first", no_argument, NULL, 'T' },
+		{ "check-own", no_argument, NULL, 'C' },
+		{ "child-append", no_argument, NULL, 'A' },
 		{ "exec", no_argument, NULL, 'x' },
 		{ 0 },
 	};
@@ -295,6 +337,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'P': o->print_pids = 1; break;
 		case 'R': o->report = 1; break;
 		case 'S': o->serial = 1; break;
+		case 'T': o->stop_first = 1; break;
+		case 'C': o->check_own = 1; break;
+		case 'A': o->child_append = 1; break;
 		case 'W':
 			if (!strcmp(optarg, "own"))
 				o->child_writes = WRITES_OWN;
@@ -326,6 +371,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "forkjit: bad arguments (see the comment at the top of forkjit.c)\n");
 		return 2;
 	}
+	if (o.stop_first)
+		raise(SIGSTOP);
 	sleep_ms(o.startup_ms);  /* a runtime's start-up before its first compiled code */
 	code_len = (o.entries + 1) * SLOT;
 	code = mmap(NULL, code_len, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -391,5 +438,10 @@ int main(int argc, char **argv)
 	}
 	sleep_ms(o.hold_ms);
 	free(lat);
+	if (o.check_own && !map_begins_with(map_path(&o, getpid()), map, len)) {
+		fprintf(stderr, "forkjit: %d: %s no longer begins with its own %lu entries\n",
+			(int)getpid(), map_path(&o, getpid()), o.entries);
+		failed++;
+	}
 	return failed || (o.wait_ms && ok != o.children) ? 1 : 0;
 }

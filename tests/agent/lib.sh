@@ -1,22 +1,53 @@
-# Helpers for the agent integration tests: start and stop the real perfmapd, wait, assert.
-# Sourced by run.sh; expects $BUILD (the build directory) and $WORK (a scratch directory).
+# Helpers for the agent integration tests and benchmarks: the real perfmapd,
+# waiting on conditions, and checks that each record a pass or a fail.
+# Sourced; expects $BUILD (the build directory) and $WORK (a scratch directory).
 
 AGENT_PID=
 AGENT_LOG=
 FAILS=0
+PASSES=0
+SKIPS=0
+SKIPPED=()          # "scenario: why" for the banner at the end
+SCENARIO=
+SCENARIO_CHECKS=0   # checks the running scenario recorded, skips included
+LOAD_PIDS=()
 
 say() { printf '%s\n' "$*"; }
-fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); }
-pass() { say "ok: $*"; }
+fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); SCENARIO_CHECKS=$((SCENARIO_CHECKS + 1)); }
+pass() { say "ok: $*"; PASSES=$((PASSES + 1)); SCENARIO_CHECKS=$((SCENARIO_CHECKS + 1)); }
+# skip WHY: a check or scenario that could not run; counted and shown at the end.
+skip() {
+	say "SKIPPED: ${SCENARIO:+$SCENARIO: }$*"
+	SKIPS=$((SKIPS + 1))
+	SKIPPED+=("${SCENARIO:-?}: $*")
+	SCENARIO_CHECKS=$((SCENARIO_CHECKS + 1))
+}
 
-# wait_for SECONDS COMMAND...: poll until COMMAND succeeds.
+# check DESCRIPTION COMMAND...: records ok or FAIL by COMMAND's status.
+check() {
+	local desc=$1
+	shift
+	if "$@"; then
+		pass "$desc"
+	else
+		fail "$desc"
+		return 1
+	fi
+}
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds; 1 at the deadline.
 wait_for() {
 	local deadline=$(( $(date +%s%N) + $1 * 1000000000 ))
 	shift
 	until "$@"; do
 		[ "$(date +%s%N)" -ge "$deadline" ] && return 1
-		sleep 0.05
+		sleep 0.02
 	done
+}
+
+# Is PID stopped (SIGSTOP), as a test holds a process until the agent has acted?
+is_stopped() {
+	[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ]
 }
 
 # start_agent LOG ARGS...: perfmapd in the background, ready when it logs "tracking".
@@ -39,12 +70,9 @@ start_agent() {
 stop_agent() {
 	local rc
 	[ -n "$AGENT_PID" ] || return 0
+	kill -CONT "$AGENT_PID" 2>/dev/null
 	kill -TERM "$AGENT_PID"
-	for _ in $(seq 100); do
-		kill -0 "$AGENT_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$AGENT_PID" 2>/dev/null; then
+	if ! wait_for 10 agent_gone; then
 		fail "perfmapd did not exit within 10 s of SIGTERM"
 		kill -9 "$AGENT_PID"
 	fi
@@ -53,6 +81,7 @@ stop_agent() {
 	AGENT_PID=
 	return $rc
 }
+agent_gone() { ! kill -0 "$AGENT_PID" 2>/dev/null; }
 
 kill9_agent() {
 	kill -9 "$AGENT_PID"
@@ -73,7 +102,27 @@ new_map_dir() {
 	echo "$d"
 }
 
+# Two busy loops, as a loaded host; stopped by load_stop or at exit.
+load_start() {
+	local i
+	for i in 1 2; do
+		sh -c 'while :; do :; done' &
+		LOAD_PIDS+=($!)
+	done
+}
+
+load_stop() {
+	local p
+	for p in "${LOAD_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	LOAD_PIDS=()
+}
+
 cleanup_agent() {
+	load_stop
 	[ -n "$AGENT_PID" ] && kill -9 "$AGENT_PID" 2>/dev/null
 	wait 2>/dev/null
+	AGENT_PID=
 }

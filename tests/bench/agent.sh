@@ -164,7 +164,7 @@ base=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
 base_procs=$(status_of "$D" processes)
 coproc HOLD { "$BUILD/loadgen" hold 10000; }
 read -r _ <&"${HOLD[0]}"
-wait_for 60 test "$(status_of "$D" processes)" -ge 10000
+wait_for 60 eval '[ "$(status_of "$D" processes)" -ge 10000 ]'
 tracked=$(status_of "$D" processes)
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
 printf '  RSS %d KiB tracking %d processes (%d KiB at start, tracking %d)\n' "$rss" "$tracked" "$base" "$base_procs"

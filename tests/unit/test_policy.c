@@ -434,34 +434,38 @@ static void test_exec_under_every_combination_of_evidence(void **state)
 	 * before: the old image's, unless its newest entries name the new
 	 * image's memory (it appended: kept, ambiguous) or the process cannot
 	 * be read. When the index cannot say: the entries decide, and an empty
-	 * map or an unreadable process keeps it.
+	 * map, an unreadable process or entries of both kinds keep it.
 	 */
 	static const struct exec_case cases[] = {
 		{ BORN_AFTER, ENTRIES_MAPPED, KEPT, false },
 		{ BORN_AFTER, ENTRIES_UNMAPPED, KEPT, false },
 		{ BORN_AFTER, ENTRIES_NONE, KEPT, false },
 		{ BORN_AFTER, ENTRIES_UNKNOWN, KEPT, false },
+		{ BORN_AFTER, ENTRIES_MIXED, KEPT, false },
 		{ BORN_BEFORE, ENTRIES_MAPPED, KEPT, true },
 		{ BORN_BEFORE, ENTRIES_UNMAPPED, ARCHIVED, false },
 		{ BORN_BEFORE, ENTRIES_NONE, ARCHIVED, false },
 		{ BORN_BEFORE, ENTRIES_UNKNOWN, KEPT, true },
+		{ BORN_BEFORE, ENTRIES_MIXED, KEPT, true },
 		{ BORN_AROUND, ENTRIES_MAPPED, KEPT, false },
 		{ BORN_AROUND, ENTRIES_UNMAPPED, ARCHIVED, false },
 		{ BORN_AROUND, ENTRIES_NONE, KEPT, true },
 		{ BORN_AROUND, ENTRIES_UNKNOWN, KEPT, true },
+		{ BORN_AROUND, ENTRIES_MIXED, KEPT, true },
 		{ BORN_UNKNOWN, ENTRIES_MAPPED, KEPT, false },
 		{ BORN_UNKNOWN, ENTRIES_UNMAPPED, ARCHIVED, false },
 		{ BORN_UNKNOWN, ENTRIES_NONE, KEPT, true },
 		{ BORN_UNKNOWN, ENTRIES_UNKNOWN, KEPT, true },
+		{ BORN_UNKNOWN, ENTRIES_MIXED, KEPT, true },
 	};
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_exec_case(&cases[i], i);
-	assert_int_equal(stats()->exec_kept, 6);
+	assert_int_equal(stats()->exec_kept, 7);
 	assert_int_equal(stats()->exec_archived, 4);
-	assert_int_equal(stats()->ambiguous_kept, 6);
+	assert_int_equal(stats()->ambiguous_kept, 9);
 }
 
 static void test_exec_never_takes_a_map_made_microseconds_after_it(void **state)

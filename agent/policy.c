@@ -268,7 +268,7 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 	r.dev = mi.dev;
 	r.ino = mi.ino;
 	r.size = mi.size;
-	r.pid_free = !p->store.ops->pid_alive(p->store.ctx, pid);
+	r.pid_free = !p->store.ops->pid_held(p->store.ctx, pid, start_ticks);
 	r.seen_ns = now_ns;
 	r.deadline_ns = now_ns + p->cfg.retention_ns;
 	if (retention__add(p->retained, &r)) {
@@ -580,7 +580,7 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 		return;
 	}
 	/* Alive but not in the table yet: its fork event is still queued. */
-	if (p->store.ops->pid_alive(p->store.ctx, pid) || look(p, pid, 0, &mi))
+	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
 		return;
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
 	r.dev = mi.dev;

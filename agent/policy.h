@@ -109,8 +109,11 @@ struct mapstore_ops {
 				    const struct map_info *mi);
 	/* Did @pid exec since @since_ns? The kernel's record, not a guess. */
 	bool (*execd_since)(void *ctx, pid_t pid, uint64_t since_ns);
-	/* Does any process hold @pid now? */
-	bool (*pid_alive)(void *ctx, pid_t pid);
+	/*
+	 * Does a process other than the one started at @start_ticks hold @pid
+	 * now (0: any process)? An exited process not reaped yet holds nothing.
+	 */
+	bool (*pid_held)(void *ctx, pid_t pid, uint64_t start_ticks);
 	/* Does @child run the same executable as @parent (no exec since the fork)? */
 	bool (*same_image)(void *ctx, pid_t child, pid_t parent);
 	/* Make the child's map with the parent's entries; -EEXIST when the child has a map. */

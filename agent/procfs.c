@@ -120,9 +120,15 @@ bool procfs_is(pid_t pid, uint64_t start_ticks)
 	       pi.start_ticks == start_ticks;
 }
 
-bool procfs_pid_alive(pid_t pid)
+bool procfs_pid_held(pid_t pid, uint64_t start_ticks)
 {
-	return !kill(pid, 0) || errno != ESRCH;
+	struct proc_info pi;
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_small(path, buf, sizeof(buf)) || parse_stat(buf, &pi))
+		return !start_ticks && (!kill(pid, 0) || errno != ESRCH);
+	return !start_ticks || pi.start_ticks != start_ticks;
 }
 
 int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino)

@@ -21,8 +21,8 @@ struct proc_info {
 int procfs_read(pid_t pid, struct proc_info *pi);
 /* Is (@pid, @start_ticks) alive, the same process? */
 bool procfs_is(pid_t pid, uint64_t start_ticks);
-/* Does any process hold @pid? */
-bool procfs_pid_alive(pid_t pid);
+/* Does a process other than (@pid, @start_ticks) hold @pid (0: any process)? */
+bool procfs_pid_held(pid_t pid, uint64_t start_ticks);
 /* The executable's identity: a child that did not exec shares its parent's. */
 int procfs_exe(pid_t pid, dev_t *dev, ino_t *ino);
 /* Namespace inode of "mnt" or "pid" for @pid (0: ourselves). */

@@ -70,10 +70,10 @@ static bool store_execd_since(void *ctx, pid_t pid, uint64_t since_ns)
 	return s->ev && events__execd_since(s->ev, pid, since_ns);
 }
 
-static bool store_pid_alive(void *ctx, pid_t pid)
+static bool store_pid_held(void *ctx, pid_t pid, uint64_t start_ticks)
 {
 	(void)ctx;
-	return procfs_pid_alive(pid);
+	return procfs_pid_held(pid, start_ticks);
 }
 
 static bool store_same_image(void *ctx, pid_t child, pid_t parent)
@@ -140,7 +140,7 @@ static const struct mapstore_ops store_ops = {
 	.look = store_look,
 	.entries = store_entries,
 	.execd_since = store_execd_since,
-	.pid_alive = store_pid_alive,
+	.pid_held = store_pid_held,
 	.same_image = store_same_image,
 	.copy_create = store_copy_create,
 	.copy_append = store_copy_append,

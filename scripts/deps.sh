@@ -8,10 +8,13 @@ set -eu
 # Build: C toolchains (gcc and clang must both build warning-free), pkg-config
 # for the installed perfmap.pc. Test: cmocka for unit tests, compiler-rt for
 # ASan/UBSan and libFuzzer under clang, llvm for llvm-symbolizer in reports.
+# perfmapctl: json-c writes `status --json` (escaping and number formatting
+# are where hand-written JSON goes wrong; json-c is maintained and in Debian).
 # Agent: libbpf (with libelf and zlib) to load the BPF program, bpftool for
-# vmlinux.h and the skeleton. Integration tests: perf itself (linux-perf).
+# vmlinux.h and the skeleton. Integration tests: perf itself (linux-perf),
+# python3 to read `perfmapctl status --json` back.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev bpftool linux-perf"
+libbpf-dev libelf-dev zlib1g-dev bpftool linux-perf python3"
 
 missing=""
 for p in $PACKAGES; do

@@ -126,6 +126,27 @@ spread() { sort -g | awk '{ v[NR] = $1 } END { printf "%d..%d/s, median %d/s", v
 printf '  fork+exit per single run (pinned), without: %s; with: %s\n' \
 	"$(printf '%s\n' "${rate0[@]}" | spread)" "$(printf '%s\n' "${rate1[@]}" | spread)"
 cpu_without=$(printf '%s\n' "${cw[@]}" | median)
+
+# Every exec wakes the agent (bpf/perfmapd.bpf.c, on_exec): what that costs a
+# fork+exec+exit, side by side in the same rounds, and the agent's own CPU.
+EXECS=${EXECS:-500}
+echo "== fork+exec+exit: $((ROUNDS / 3 + 1)) rounds of $EXECS without and with perfmapd"
+xr=() xg=()
+for r in $(seq $((ROUNDS / 3 + 1))); do
+	read -r _ xc0 < <($PIN "$BUILD/loadgen" exec "$EXECS")
+	agent_on
+	sleep 1
+	a0=$(agent_cpu_ns)
+	read -r _ xc1 < <($PIN "$BUILD/loadgen" exec "$EXECS")
+	xg1=$((($(agent_cpu_ns) - a0) / EXECS))
+	stop_agent
+	sleep 1
+	xr+=("$(ratio "$xc0" $((xc1 + xg1)))") xg+=("$xg1")
+	printf '  round %2d: CPU %4d us without, %4d + %.1f us with\n' "$r" $((xc0 / 1000)) \
+		$((xc1 / 1000)) "$(awk -v g="$xg1" 'BEGIN { print g / 1000 }')"
+done
+summary "fork+exec+exit throughput with/without, CPU time:" "(none set)" "${xr[@]}"
+printf '  agent CPU per exec: median %s ns\n' "$(printf '%s\n' "${xg[@]}" | median)"
 agent_per_fork=$(printf '%s\n' "${gw[@]}" | median)
 
 # In-kernel cost of the BPF programs per run (fork, exec or exit), from the

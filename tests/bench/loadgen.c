@@ -2,6 +2,8 @@
  * loadgen: the loads the agent benchmark measures with and without perfmapd.
  *   loadgen fork N      N times fork(), child _exit(0), waitpid(): forks per second,
  *                       and the CPU time of loadgen and its children per fork in ns
+ *   loadgen exec N      N times fork(), child execs itself as "loadgen true", waitpid():
+ *                       the same figures per fork+exec+exit (every exec wakes the agent)
  *   loadgen syscall N   N getppid() calls: ns per call, by the clock and in CPU time
  *   loadgen hold N      N children that sleep until loadgen's stdin closes
  */
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
 	double t0;
 	char c;
 
+	if (argc == 2 && !strcmp(argv[1], "true"))
+		return 0;  /* the image "exec" runs */
 	if (argc != 3)
 		return 2;
 	n = atol(argv[2]);
@@ -49,6 +53,18 @@ int main(int argc, char **argv)
 
 			if (pid == 0)
 				_exit(0);
+			waitpid(pid, NULL, 0);
+		}
+		printf("%.0f %.0f\n", n / (now_s() - t0),
+		       (cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN)) * 1e9 / n);
+	} else if (!strcmp(argv[1], "exec")) {
+		for (i = 0; i < n; i++) {
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				execl("/proc/self/exe", "loadgen", "true", (char *)NULL);
+				_exit(127);
+			}
 			waitpid(pid, NULL, 0);
 		}
 		printf("%.0f %.0f\n", n / (now_s() - t0),

@@ -71,9 +71,10 @@ static bool fake_execd_since(void *ctx, pid_t pid, uint64_t since_ns)
 	return F.execd[pid] && F.execd[pid] >= since_ns;
 }
 
-static bool fake_alive(void *ctx, pid_t pid)
+static bool fake_held(void *ctx, pid_t pid, uint64_t start_ticks)
 {
 	(void)ctx;
+	(void)start_ticks;
 	return F.alive[pid];
 }
 
@@ -145,7 +146,7 @@ static const struct mapstore_ops fake_ops = {
 	.look = fake_look,
 	.entries = fake_entries,
 	.execd_since = fake_execd_since,
-	.pid_alive = fake_alive,
+	.pid_held = fake_held,
 	.same_image = fake_same_image,
 	.copy_create = fake_copy_create,
 	.copy_append = fake_copy_append,

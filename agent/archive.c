@@ -97,10 +97,15 @@ static ssize_t archive_list(int dfd, struct archived_file **out)
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
+	int fd;
 
-	d = fdopendir(dup(dfd));
-	if (!d)
+	fd = dup(dfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return -errno;
+	}
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "perf-", 5) ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
@@ -347,12 +352,6 @@ void archive__free(struct archive *ar)
 
 /* ---- moving aside ---- */
 
-static const char *const reason_words[] = {
-	[ARCHIVE_EXIT] = "process exited",
-	[ARCHIVE_EXEC] = "process exec'd a new image",
-	[ARCHIVE_STALE] = "written by an earlier process with this pid",
-	[ARCHIVE_DROP] = "only perfmapd's copy of the parent's map, never written",
-};
 
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino)
@@ -378,6 +377,12 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 	archive_name(pid, start_ticks, why, aname, sizeof(aname));
 	snprintf(staged, sizeof(staged), ARCHIVE_STAGE_PREFIX "%s", aname);
 	err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, staged, &res);
+	if (err == -EBUSY && res.kept[0]) {
+		/* A writer came while it was moved, and the name could not be given back. */
+		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",
+			ar->cfg.map_dir, name, res.why, ar->cfg.map_dir, res.kept);
+		goto close_fd;
+	}
 	if (err == -EBUSY) {
 		/* The caller tries again later, and says so. */
 		pr_debug("archive %s/%s: %s", ar->cfg.map_dir, name, res.why);
@@ -391,10 +396,10 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 	if (why == ARCHIVE_DROP) {
 		unlinkat(ar->cfg.map_dir_fd, staged, 0);
 		pr_info("exec %d: removed %s/%s (%s)", (int)pid, ar->cfg.map_dir, name,
-			reason_words[why]);
+			archive_reason_str(why));
 		goto close_fd;
 	}
-	pr_info("archive %s/%s: %s; moved aside to %s", ar->cfg.map_dir, name, reason_words[why],
+	pr_info("archive %s/%s: %s; moved aside to %s", ar->cfg.map_dir, name, archive_reason_str(why),
 		staged);
 	enqueue(ar, fd, staged);
 	return 0;

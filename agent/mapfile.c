@@ -16,6 +16,7 @@
 #include "mapfile.h"
 #include "mapname.h"
 #include "perfmap_tools.h"
+#include "procfs.h"
 
 #define COPY_READ_BUF (256u << 10)
 #define COPY_OUT_BUF (64u << 10)
@@ -211,6 +212,11 @@ int mapfile_create(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		goto close_fd;
 	}
 	map_name(rq->child, name, sizeof(name));
+	/* Read late, the child may be gone and its pid another's: not that one's map to make. */
+	if (procfs_pid_held(rq->child, rq->child_start_ticks)) {
+		err = -ESRCH;
+		goto close_fd;
+	}
 	linked_lo = clock_boot_ns();
 	err = link_tmpfile(dirfd, fd, name);
 	if (err) {

@@ -86,41 +86,41 @@ static bool in_ranges(const struct ranges *rs, uint64_t addr)
 	return false;
 }
 
-/* The complete lines of the last MAPPINGS_TAIL_BYTES of @fd, checked against @rs. */
-static enum map_entries check_tail(int fd, uint64_t size, const struct ranges *rs)
+/* The starts of the complete lines in the last MAPPINGS_TAIL_BYTES of @fd: -errno or their count. */
+static ssize_t read_tail(int fd, uint64_t size, uint64_t **out)
 {
-	uint64_t off = size > MAPPINGS_TAIL_BYTES ? size - MAPPINGS_TAIL_BYTES : 0;
+	uint64_t off = size > MAPPINGS_TAIL_BYTES ? size - MAPPINGS_TAIL_BYTES : 0, *v;
 	struct perfmap_record rec;
-	size_t entries = 0, mapped = 0;
 	char *buf, *p, *end, *nl;
-	ssize_t n;
-	enum map_entries verdict = ENTRIES_UNKNOWN;
+	ssize_t n, count = 0;
 
 	buf = malloc(MAPPINGS_TAIL_BYTES);
-	if (!buf)
-		return ENTRIES_UNKNOWN;
+	/* A line is at least "1 1 abc\n": no more starts than that. */
+	v = malloc(MAPPINGS_TAIL_BYTES / 8 * sizeof(*v));
+	if (!buf || !v) {
+		count = -ENOMEM;
+		goto free_all;
+	}
 	n = pread(fd, buf, size - off, (off_t)off);
-	if (n < 0)
-		goto free_buf;
+	if (n < 0) {
+		count = -errno;
+		goto free_all;
+	}
 	p = buf;
 	end = buf + n;
 	/* Mid-file, the first line is a part of one. */
-	if (off && !(p = memchr(p, '\n', end - p)))
-		goto none;
-	if (off)
+	if (off && (p = memchr(p, '\n', end - p)))
 		p++;
-	for (; (nl = memchr(p, '\n', end - p)); p = nl + 1) {
-		if (perfmap_parse_line(p, nl - p, 0, &rec) != PERFMAP_REJECT_NONE)
-			continue;
-		entries++;
-		mapped += in_ranges(rs, rec.start);
-	}
-none:
-	verdict = !entries ? ENTRIES_NONE : !mapped ? ENTRIES_UNMAPPED :
-		  mapped < entries ? ENTRIES_MIXED : ENTRIES_MAPPED;
-free_buf:
+	for (; p && (nl = memchr(p, '\n', end - p)); p = nl + 1)
+		if (perfmap_parse_line(p, nl - p, 0, &rec) == PERFMAP_REJECT_NONE &&
+		    count < (ssize_t)(MAPPINGS_TAIL_BYTES / 8))
+			v[count++] = rec.start;
+	*out = v;
+	v = NULL;
+free_all:
+	free(v);
 	free(buf);
-	return verdict;
+	return count;
 }
 
 enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t start_ticks,
@@ -129,19 +129,35 @@ enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	enum map_entries verdict = ENTRIES_UNKNOWN;
 	struct ranges rs = { 0 };
+	uint64_t *starts = NULL;
+	ssize_t n = -1, i, mapped = 0;
 	struct stat st;
 	int fd;
 
-	/* The mappings must be this process's, not a later holder's of the pid. */
-	if (!procfs_is(pid, start_ticks) || read_ranges(pid, &rs) || !procfs_is(pid, start_ticks))
-		goto free_ranges;
+	/*
+	 * The entries first, then the mappings: an entry a runtime writes names
+	 * code it mapped before, so its mapping is in a later read of the list.
+	 */
 	fd = perfmap__open_map_at(dirfd, name, O_RDONLY, &oopts, &st);
 	if (fd < 0)
-		goto free_ranges;
+		return ENTRIES_UNKNOWN;
 	if (st.st_dev == mi->dev && st.st_ino == mi->ino)
-		verdict = check_tail(fd, (uint64_t)st.st_size, &rs);
+		n = read_tail(fd, (uint64_t)st.st_size, &starts);
 	close(fd);
-free_ranges:
+	if (n < 0)
+		return ENTRIES_UNKNOWN;
+	if (!n) {
+		free(starts);
+		return ENTRIES_NONE;
+	}
+	/* The mappings must be this process's, not a later holder's of the pid. */
+	if (!procfs_is(pid, start_ticks) || read_ranges(pid, &rs) || !procfs_is(pid, start_ticks))
+		goto free_all;
+	for (i = 0; i < n; i++)
+		mapped += in_ranges(&rs, starts[i]);
+	verdict = !mapped ? ENTRIES_UNMAPPED : mapped < n ? ENTRIES_MIXED : ENTRIES_MAPPED;
+free_all:
+	free(starts);
 	free(rs.r);
 	return verdict;
 }

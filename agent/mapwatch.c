@@ -27,10 +27,10 @@
 #include "log.h"
 #include "mapname.h"
 #include "mapwatch.h"
+#include "pidmap.h"
 
 struct record {
-	struct record *next;
-	pid_t pid;
+	struct pidmap_node node;
 	dev_t dev;
 	ino_t ino;
 	struct span born;
@@ -40,61 +40,23 @@ struct mapwatch {
 	int fd;
 	int dirfd;
 	const char *dir;
-	struct record **buckets;
-	size_t nbuckets, count;
+	struct pidmap records;
 	uint64_t quiet_ns;     /* the last read that found the queue empty began here */
 	uint64_t exact_since;  /* CLOCK_BOOTTIME; 0 while unknown */
 	uint64_t overflows;
 	bool blind;            /* the watch is gone: never exact again */
 };
 
-static size_t bucket_of(const struct mapwatch *mw, pid_t pid)
+static struct record *record_of(const struct mapwatch *mw, pid_t pid)
 {
-	return (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull) >> 32) &
-	       (mw->nbuckets - 1);
-}
-
-static struct record **slot_of(const struct mapwatch *mw, pid_t pid)
-{
-	struct record **pp;
-
-	for (pp = &mw->buckets[bucket_of(mw, pid)]; *pp; pp = &(*pp)->next)
-		if ((*pp)->pid == pid)
-			return pp;
-	return pp;
-}
-
-static void grow(struct mapwatch *mw)
-{
-	size_t n = mw->nbuckets * 2, i;
-	struct record **nb = calloc(n, sizeof(*nb)), *r, *next;
-	struct mapwatch tmp = { .nbuckets = n };
-
-	if (!nb)
-		return;  /* longer chains, still correct */
-	for (i = 0; i < mw->nbuckets; i++) {
-		for (r = mw->buckets[i]; r; r = next) {
-			size_t b = bucket_of(&tmp, r->pid);
-
-			next = r->next;
-			r->next = nb[b];
-			nb[b] = r;
-		}
-	}
-	free(mw->buckets);
-	mw->buckets = nb;
-	mw->nbuckets = n;
+	return (struct record *)pidmap_find(&mw->records, pid);
 }
 
 /* Record (@dev, @ino) at @pid's path, born within @born; a known inode keeps the narrower span. */
 static void record_set(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, struct span born)
 {
-	struct record **pp, *r;
+	struct record *r = record_of(mw, pid);
 
-	if (mw->count >= mw->nbuckets)
-		grow(mw);
-	pp = slot_of(mw, pid);
-	r = *pp;
 	if (r && r->dev == dev && r->ino == ino) {
 		/* Both spans hold the moment: so does their overlap. */
 		if (born.lo > r->born.lo)
@@ -110,10 +72,9 @@ static void record_set(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, str
 			mw->exact_since = 0;
 			return;
 		}
-		*pp = r;
-		mw->count++;
+		r->node.pid = pid;
+		pidmap_insert(&mw->records, &r->node);
 	}
-	r->pid = pid;
 	r->dev = dev;
 	r->ino = ino;
 	r->born = born;
@@ -121,28 +82,14 @@ static void record_set(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, str
 
 static void record_del(struct mapwatch *mw, pid_t pid)
 {
-	struct record **pp = slot_of(mw, pid), *r = *pp;
-
-	if (!r)
-		return;
-	*pp = r->next;
-	free(r);
-	mw->count--;
+	free(pidmap_remove(&mw->records, pid));
 }
 
 static void index_reset(struct mapwatch *mw)
 {
-	struct record *r, *next;
-	size_t i;
-
-	for (i = 0; i < mw->nbuckets; i++) {
-		for (r = mw->buckets[i]; r; r = next) {
-			next = r->next;
-			free(r);
-		}
-		mw->buckets[i] = NULL;
-	}
-	mw->count = 0;
+	pidmap_fini(&mw->records);
+	if (pidmap_init(&mw->records, 256))
+		mw->blind = true;  /* no memory for an index: every event looks on disk */
 	mw->exact_since = 0;
 }
 
@@ -156,10 +103,8 @@ struct mapwatch *mapwatch__open(const char *dir, int dirfd)
 		return NULL;
 	mw->dir = dir;
 	mw->dirfd = dirfd;
-	mw->nbuckets = 256;
-	mw->buckets = calloc(mw->nbuckets, sizeof(*mw->buckets));
 	mw->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (!mw->buckets || mw->fd < 0) {
+	if (pidmap_init(&mw->records, 256) || mw->fd < 0) {
 		err = -errno;
 		goto free_mw;
 	}
@@ -186,9 +131,7 @@ void mapwatch__free(struct mapwatch *mw)
 		return;
 	if (mw->fd >= 0)
 		close(mw->fd);
-	if (mw->buckets)
-		index_reset(mw);
-	free(mw->buckets);
+	pidmap_fini(&mw->records);
 	free(mw);
 }
 
@@ -225,7 +168,7 @@ uint64_t mapwatch__overflows(const struct mapwatch *mw)
 
 bool mapwatch__has(const struct mapwatch *mw, pid_t pid)
 {
-	return !mw->exact_since || *slot_of(mw, pid);
+	return !mw->exact_since || record_of(mw, pid);
 }
 
 bool mapwatch__may_exist(const struct mapwatch *mw, pid_t pid, uint64_t ts_ns)
@@ -245,7 +188,7 @@ static bool unread(const struct mapwatch *mw)
 
 struct span mapwatch__born(const struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino)
 {
-	const struct record *r = *slot_of(mw, pid);
+	const struct record *r = record_of(mw, pid);
 
 	if (r && r->dev == dev && r->ino == ino) {
 		/*

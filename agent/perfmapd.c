@@ -116,7 +116,9 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 			cfg->map_dir = optarg;
 			break;
 		case OPT_RETENTION:
-			if (perfmap__parse_duration(optarg, &cfg->retention_s))
+			/* Ten years at most: in nanoseconds it must fit 64 bits. */
+			if (perfmap__parse_duration(optarg, &cfg->retention_s) ||
+			    cfg->retention_s > 10ull * 366 * 86400)
 				goto bad_value;
 			break;
 		case OPT_ARCHIVE_DIR:
@@ -393,6 +395,8 @@ static void on_retry(struct daemon *d, struct loop *l)
 	if (read(l->retryfd, &expirations, sizeof(expirations)) < 0)
 		return;
 	l->retry_at = UINT64_MAX;
+	/* What happened meanwhile first: an exit or a new write changes what a retry may do. */
+	catch_up(d);
 	policy__tick(d->policy, clock_boot_ns());
 }
 

@@ -35,6 +35,12 @@ struct policy {
 	struct policy_stats stats;
 };
 
+/* An event's time for look(): its latest moment, or 0 (now) when unknown. */
+static uint64_t latest(struct span t)
+{
+	return t.hi == UINT64_MAX ? 0 : t.hi;
+}
+
 /* ---- the evidence ---- */
 
 enum verdict {
@@ -51,12 +57,18 @@ struct judgement {
 	const char *why;
 };
 
-/* A file the policy knew to hold only the earlier holder's entries at @seen_ns. */
+/* A file the policy saw at @seen_ns, when only the path's earlier holder had written it. */
 struct known_file {
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
 	uint64_t seen_ns;
+};
+
+/* Whose memory the process's mappings are. */
+enum mappings_of {
+	MAPPINGS_OWN,        /* a new image's: an address space of its own */
+	MAPPINGS_INHERITED,  /* a forked child's: its parent's, as any sibling's were */
 };
 
 static bool same_file(const struct map_info *mi, dev_t dev, ino_t ino)
@@ -69,12 +81,13 @@ static bool same_file(const struct map_info *mi, dev_t dev, ino_t ino)
  * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
  */
 static void judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
-		  struct span change, const struct known_file *known, struct judgement *j)
+		  struct span change, const struct known_file *known, enum mappings_of mappings,
+		  struct judgement *j)
 {
 	enum map_entries e;
 	bool before;
 
-	/* Unchanged since the earlier holder was the only writer: nothing of the new one's. */
+	/* Seen before the change, the earlier holder's alone: what changed since is the new one's. */
 	if (known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo) {
 		j->by = BY_IDENTITY;
 		if (mi->size == known->size) {
@@ -105,6 +118,9 @@ static void judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struc
 		if (before)
 			*j = (struct judgement){ AMBIGUOUS, BY_MAPPINGS,
 				"made before it, but its newest entries name the process's memory: appended to since?" };
+		else if (mappings == MAPPINGS_INHERITED)
+			*j = (struct judgement){ AMBIGUOUS, BY_MAPPINGS,
+				"its newest entries name the memory the process shares with its parent, as a sibling's would" };
 		else
 			*j = (struct judgement){ LATER, BY_MAPPINGS,
 				"its newest entries name the process's memory" };
@@ -165,13 +181,6 @@ static bool too_large(struct policy *p, const char *what, pid_t pid, const struc
 	return true;
 }
 
-static const char *const reason_words[] = {
-	[ARCHIVE_EXIT] = "its process exited",
-	[ARCHIVE_EXEC] = "its image exec'd",
-	[ARCHIVE_STALE] = "an earlier process with this pid wrote it",
-	[ARCHIVE_DROP] = "only perfmapd's copy of the parent's map, never written: deleted",
-};
-
 static void count_archived(struct policy *p, enum archive_reason why)
 {
 	switch (why) {
@@ -184,7 +193,7 @@ static void count_archived(struct policy *p, enum archive_reason why)
 
 /* Move @mi out of @pid's path; 0, -EBUSY (open for writing), -ESTALE (another file now) or -errno. */
 static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		     const struct map_info *mi)
+		     const struct map_info *mi, unsigned int flags)
 {
 	int err;
 
@@ -192,10 +201,10 @@ static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum arc
 		return -EFBIG;
 	if (p->cfg.dry_run) {
 		pr_info("dry-run: would move %s/perf-%d.map out of the way (%s)", p->cfg.map_dir,
-			(int)pid, reason_words[why]);
+			(int)pid, archive_reason_str(why));
 		return 0;
 	}
-	err = p->store.ops->archive(p->store.ctx, pid, start_ticks, why, mi);
+	err = p->store.ops->archive(p->store.ctx, pid, start_ticks, why, mi, flags);
 	if (!err)
 		count_archived(p, why);
 	else if (err == -EBUSY)
@@ -240,11 +249,17 @@ static void own_map(struct proc *pr, const struct map_info *mi)
 	pr->own_ino = mi->ino;
 }
 
+static bool is_own(const struct proc *pr, const struct map_info *mi)
+{
+	return pr->own_ino && same_file(mi, pr->own_dev, pr->own_ino);
+}
+
 /* ---- exit ---- */
 
 /*
  * The process (@pid, @start_ticks) ended at @at. Its map stays for the
- * retention, unless it was made after the end by someone else.
+ * retention, unless it was made after the end by someone else, or a later
+ * process holds the pid by now (its map is that one's).
  */
 static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struct span at,
 			bool foreign, const char *comm, uint64_t now_ns)
@@ -254,11 +269,14 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			      .reason = ARCHIVE_EXIT };
 	struct map_info mi;
 
-	if (pr && pr->start_ticks != start_ticks)
-		pr = NULL;  /* an end for a process we never knew under this pid */
+	if (pr && pr->start_ticks != start_ticks) {
+		pr_debug("exit %d: a later process holds the pid; its map is not this one's",
+			 (int)pid);
+		return;
+	}
 	if (foreign || (pr && (pr->flags & PROC_FOREIGN_NS)))
 		goto forget;
-	if (look(p, pid, at.hi == UINT64_MAX ? 0 : at.hi, &mi))
+	if (look(p, pid, latest(at), &mi))
 		goto forget;
 	if (span_before(at, mi.born) && !(pr && copied_here(pr, &mi))) {
 		pr_debug("exit %d: %s/perf-%d.map was made after the exit: not its map",
@@ -268,8 +286,7 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 	r.dev = mi.dev;
 	r.ino = mi.ino;
 	r.size = mi.size;
-	r.pid_free = !p->store.ops->pid_held(p->store.ctx, pid, start_ticks);
-	r.seen_ns = now_ns;
+	r.seen_ns = mi.seen_ns;
 	r.deadline_ns = now_ns + p->cfg.retention_ns;
 	if (retention__add(p->retained, &r)) {
 		p->stats.errors++;
@@ -291,7 +308,8 @@ forget:
  * goes to the archive before @pr's runtime appends to it; a map @pr made
  * itself stays.
  */
-static void claim_path(struct policy *p, struct proc *pr, const char *what)
+static void claim_path(struct policy *p, struct proc *pr, const char *what,
+		       enum mappings_of mappings)
 {
 	struct retained *r = retention__find(p->retained, pr->tgid);
 	struct known_file known, *kp = NULL;
@@ -301,8 +319,8 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what)
 	int err;
 
 	if (r) {
-		/* What it was when its earlier holder ended, if no process held the pid then. */
-		if (r->pid_free) {
+		/* The earlier holder's file as it was when it ended. */
+		if (r->kind == RETAIN_EXITED) {
 			known = (struct known_file){ r->dev, r->ino, r->size, r->seen_ns };
 			kp = &known;
 		}
@@ -310,9 +328,7 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what)
 		/* The entry must not outlive its pid, whatever became of its file. */
 		retention__forget(p->retained, pr->tgid);
 	}
-	if (look(p, pr->tgid, pr->start.lo, &mi))
-		return;
-	if (pr->own_ino && same_file(&mi, pr->own_dev, pr->own_ino))
+	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
 	/*
 	 * Read after the process exec'd: its exec events, queued behind this
@@ -323,27 +339,45 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what)
 			 what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid);
 		return;
 	}
-	judge(p, pr->tgid, pr->start_ticks, &mi, pr->start, kp, &j);
+	judge(p, pr->tgid, pr->start_ticks, &mi, pr->start, kp, mappings, &j);
 	count_judgement(p, &j);
 	if (j.verdict != EARLIER) {
 		own_map(pr, &mi);
-		if (j.verdict == AMBIGUOUS)
-			pr_info("%s %d (%s): %s/perf-%d.map kept: %s; which process wrote it is not clear",
-				what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
-		else
-			pr_info("%s %d (%s): %s/perf-%d.map is this process's own: %s; kept", what,
-				(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
+		pr_info("%s %d (%s): %s/perf-%d.map %s: %s%s", what, (int)pr->tgid, pr->comm,
+			p->cfg.map_dir, (int)pr->tgid,
+			j.verdict == AMBIGUOUS ? "kept" : "is this process's own", j.why,
+			j.verdict == AMBIGUOUS ? "; which process wrote it is not clear" : "; kept");
 		return;
 	}
 	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,
 		pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi);
+	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, 0);
 	if (err == -EBUSY) {
 		/* Its earlier holder is gone: the writer is the new one, taking it. */
 		p->stats.ambiguous_kept++;
+		own_map(pr, &mi);
 		pr_info("%s %d (%s): %s/perf-%d.map is open for writing: kept for it", what,
 			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid);
 	}
+}
+
+/*
+ * A process the table did not have at @ev's pid: end whatever the table held
+ * there (its exit was lost), then track it. NULL for another namespace's.
+ */
+static struct proc *new_holder(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
+{
+	struct proc *pr = proctab_find(&p->procs, ev->pid);
+
+	if (pr && pr->start_ticks != ev->start_ticks)
+		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	pr = track(p, ev);
+	if (pr && (pr->flags & PROC_FOREIGN_NS)) {
+		p->stats.foreign_ns++;
+		pr_debug("%d (%s): another mount or pid namespace; left alone", (int)ev->pid, pr->comm);
+		return NULL;
+	}
+	return pr;
 }
 
 /* ---- fork: the parent's entries for the child ---- */
@@ -386,11 +420,15 @@ static bool execd(struct policy *p, const struct proc *pr)
 /* Is @pm, the map at the parent's path, the parent's own? Judged once per file. */
 static bool parents_own(struct policy *p, struct proc *parent, const struct map_info *pm)
 {
+	struct retained *r = parent ? retention__find(p->retained, parent->tgid) : NULL;
 	struct judgement j;
 
-	if (!parent || (parent->own_ino && same_file(pm, parent->own_dev, parent->own_ino)))
+	/* Judged the old image's at an exec, and waiting to move: not the running image's. */
+	if (r && r->kind == RETAIN_MOVE && same_file(pm, r->dev, r->ino))
+		return false;
+	if (!parent || is_own(parent, pm))
 		return true;
-	judge(p, parent->tgid, parent->start_ticks, pm, parent->start, NULL, &j);
+	judge(p, parent->tgid, parent->start_ticks, pm, parent->start, NULL, MAPPINGS_OWN, &j);
 	if (j.verdict == EARLIER) {
 		pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied", (int)parent->tgid,
 			p->cfg.map_dir, (int)parent->tgid, j.why);
@@ -404,15 +442,15 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at)
 {
 	struct proc *parent = proctab_find(&p->procs, pr->ppid);
-	struct copy_req rq = { .parent = pr->ppid, .child = pr->tgid, .uid = pr->uid,
-			       .gid = pr->gid };
+	struct copy_req rq = { .parent = pr->ppid, .child = pr->tgid,
+			       .child_start_ticks = pr->start_ticks, .uid = pr->uid, .gid = pr->gid };
 	struct copy_result res = { 0 };
 	struct map_info pm;
 	int err;
 
 	if (parent && parent->start.hi < pstart.lo)
 		parent = NULL;  /* the table holds a later process at the parent's pid */
-	if (look(p, pr->ppid, at.hi == UINT64_MAX ? 0 : at.hi, &pm))
+	if (look(p, pr->ppid, latest(at), &pm))
 		return 0;
 	if (execd(p, pr) || too_large(p, "copy", pr->ppid, &pm) || !parents_own(p, parent, &pm))
 		return 0;
@@ -424,12 +462,18 @@ static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstar
 	rq.parent_map = &pm;
 	err = p->store.ops->copy_create(p->store.ctx, &rq, &res);
 	/* The child has a map: its runtime's, unless an exec made it a new image's. */
-	if (err == -EEXIST && !execd(p, pr))
+	if (err == -EEXIST) {
+		if (execd(p, pr))
+			return 0;
 		err = p->store.ops->copy_append(p->store.ctx, &rq, &res);
-	else if (err == -EEXIST)
-		return 0;
+	}
 	if (err == -EAGAIN)
 		return err;
+	if (err == -ESRCH) {
+		pr_debug("copy %d -> %d: another process holds pid %d by now; not copied",
+			 (int)pr->ppid, (int)pr->tgid, (int)pr->tgid);
+		return 0;
+	}
 	if (err) {
 		p->stats.copies_failed++;
 		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)pr->ppid, (int)pr->tgid,
@@ -437,34 +481,26 @@ static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstar
 		       res.refused ? "" : ": ", res.refused ? "" : strerror(-err));
 		return 0;
 	}
-	if (res.kind != COPY_BY_RUNTIME) {
+	/* Only a map that is nothing but the copy may later be deleted as such. */
+	if (res.kind == COPY_CREATED) {
 		pr->flags |= PROC_COPIED;
 		pr->copy_dev = res.map.dev;
 		pr->copy_ino = res.map.ino;
 		pr->copy_size = res.map.size;
-		own_map(pr, &res.map);
 	}
+	if (res.kind != COPY_BY_RUNTIME)
+		own_map(pr, &res.map);
 	log_copy(p, pr, &res);
 	return 0;
 }
 
 static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = proctab_find(&p->procs, ev->pid);
+	struct proc *pr = new_holder(p, ev, now_ns);
 
-	/* The pid's earlier holder ended unseen (events were lost). */
-	if (pr && pr->start_ticks != ev->start_ticks)
-		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
-	pr = track(p, ev);
 	if (!pr)
 		return;
-	if (pr->flags & PROC_FOREIGN_NS) {
-		p->stats.foreign_ns++;
-		pr_debug("fork %d -> %d (%s): another mount or pid namespace; left alone",
-			 (int)ev->ppid, (int)ev->pid, pr->comm);
-		return;
-	}
-	claim_path(p, pr, "fork");
+	claim_path(p, pr, "fork", MAPPINGS_INHERITED);
 	/* A vfork child shares the parent's memory only until it execs. */
 	if (ev->flags & POLICY_EVF_VFORK)
 		return;
@@ -476,23 +512,18 @@ static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t no
 /* A process a /proc scan found: as a fork, but it gets a copy only if it still runs its parent's image. */
 static void on_found(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = proctab_find(&p->procs, ev->pid), *parent;
+	struct proc *pr = new_holder(p, ev, now_ns), *parent;
+	bool same_image;
 	struct map_info mi;
 
-	if (pr && pr->start_ticks != ev->start_ticks)
-		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
-	pr = track(p, ev);
 	if (!pr)
 		return;
-	if (pr->flags & PROC_FOREIGN_NS) {
-		p->stats.foreign_ns++;
-		return;
-	}
-	claim_path(p, pr, "scan");
 	parent = proctab_find(&p->procs, pr->ppid);
-	if (!parent || (parent->flags & PROC_FOREIGN_NS) || !look(p, pr->tgid, 0, &mi) ||
-	    look(p, pr->ppid, 0, &mi) ||
-	    !p->store.ops->same_image(p->store.ctx, pr->tgid, pr->ppid))
+	if (parent && (parent->flags & PROC_FOREIGN_NS))
+		parent = NULL;
+	same_image = parent && p->store.ops->same_image(p->store.ctx, pr->tgid, pr->ppid);
+	claim_path(p, pr, "scan", same_image ? MAPPINGS_INHERITED : MAPPINGS_OWN);
+	if (!same_image || !look(p, pr->tgid, 0, &mi) || look(p, pr->ppid, 0, &mi))
 		return;
 	pr_info("scan: %d (%s) forked from %d unseen; copying", (int)pr->tgid, pr->comm,
 		(int)pr->ppid);
@@ -506,17 +537,23 @@ static void on_found(struct policy *p, const struct policy_event *ev, uint64_t n
 static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
 	enum archive_reason why = ARCHIVE_EXEC;
-	struct proc *pr = track(p, ev);
+	struct proc *pr = proctab_find(&p->procs, ev->pid);
 	struct judgement j;
 	struct map_info mi;
 	int err;
 
+	/* The process the table held at the pid ended unseen. */
+	if (pr && pr->start_ticks != ev->start_ticks)
+		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	pr = track(p, ev);
 	if (!pr)
 		return;
 	pr->retry_until_ns = 0;
+	/* A new image owns no map yet. */
+	pr->own_ino = 0;
 	if (pr->flags & PROC_FOREIGN_NS)
 		goto forget_copy;
-	if (look(p, pr->tgid, ev->at.hi == UINT64_MAX ? 0 : ev->at.hi, &mi))
+	if (look(p, pr->tgid, latest(ev->at), &mi))
 		goto forget_copy;
 	if (copied_here(pr, &mi) && mi.size == pr->copy_size) {
 		/* Only the parent's entries, as perfmapd wrote them: none is the new image's. */
@@ -527,7 +564,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
 			"perfmapd's copy, made after the exec and written since by the new image" };
 	} else {
-		judge(p, pr->tgid, pr->start_ticks, &mi, ev->at, NULL, &j);
+		judge(p, pr->tgid, pr->start_ticks, &mi, ev->at, NULL, MAPPINGS_OWN, &j);
 	}
 	count_judgement(p, &j);
 	switch (j.verdict) {
@@ -547,14 +584,15 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	}
 	pr_info("exec %d (%s): %s/perf-%d.map is the old image's: %s", (int)pr->tgid, pr->comm,
 		p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi);
+	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH);
 	/*
-	 * The exec closed the old image's fd, but the kernel finishes closing it
-	 * only as the task returns to user space: try again shortly.
+	 * Still open for writing: the exec's own close of the old image's fd
+	 * may not be done. Try again shortly, on the same evidence (on_due).
 	 */
 	if (err == -EBUSY) {
 		struct retained r = { .pid = pr->tgid, .start_ticks = pr->start_ticks,
-				      .reason = why, .dev = mi.dev, .ino = mi.ino, .size = mi.size };
+				      .reason = why, .dev = mi.dev, .ino = mi.ino, .size = mi.size,
+				      .seen_ns = mi.seen_ns };
 
 		if (retention__add_move(p->retained, &r, now_ns))
 			p->stats.errors++;
@@ -567,18 +605,15 @@ forget_copy:
 
 static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 {
-	struct proc *pr = proctab_find(&p->procs, pid);
-	struct retained r = { .pid = pid, .kind = RETAIN_EXITED, .reason = ARCHIVE_EXIT,
-			      .pid_free = true };
+	struct retained r = { .pid = pid, .kind = RETAIN_EXITED, .reason = ARCHIVE_EXIT };
 	struct map_info mi;
 
-	if (retention__find(p->retained, pid))
+	/*
+	 * A tracked process's path was claimed when it forked or was found; a
+	 * listing after lost changes knows less than that did.
+	 */
+	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
 		return;
-	if (pr) {
-		if (!(pr->flags & PROC_FOREIGN_NS))
-			claim_path(p, pr, "scan");
-		return;
-	}
 	/* Alive but not in the table yet: its fork event is still queued. */
 	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
 		return;
@@ -586,7 +621,7 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	r.dev = mi.dev;
 	r.ino = mi.ino;
 	r.size = mi.size;
-	r.seen_ns = now_ns;
+	r.seen_ns = mi.seen_ns;
 	r.deadline_ns = now_ns + p->cfg.retention_ns;
 	if (retention__add(p->retained, &r)) {
 		p->stats.errors++;
@@ -608,7 +643,17 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 	/* Gone, or another file by now: nothing of this entry's is left to move. */
 	if (look(p, e->pid, 0, &mi) || !same_file(&mi, e->dev, e->ino))
 		return RETAIN_DONE;
-	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi);
+	/*
+	 * A move decided at an exec holds only for the file as it was judged:
+	 * written since, it has the new image's lines too.
+	 */
+	if (e->kind == RETAIN_MOVE && mi.size != e->size) {
+		p->stats.ambiguous_kept++;
+		pr_info("exec %d: %s/perf-%d.map was written while its move waited: the new image's lines are in it; kept",
+			(int)e->pid, p->cfg.map_dir, (int)e->pid);
+		return RETAIN_DONE;
+	}
+	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi, 0);
 	if (err != -EBUSY)
 		return RETAIN_DONE;
 	if (e->kind == RETAIN_EXITED)
@@ -629,10 +674,12 @@ static void on_gave_up(void *ctx, const struct retained *e)
 
 static void retry_copies(struct policy *p, uint64_t now_ns)
 {
+	struct pidmap_node *n, *next;
 	struct proc *pr;
 	size_t i;
 
-	proctab_for_each(&p->procs, i, pr) {
+	pidmap_for_each(&p->procs.map, i, n, next) {
+		pr = proc_of(n);
 		if (!pr->retry_until_ns)
 			continue;
 		if (copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN) != -EAGAIN) {
@@ -710,9 +757,17 @@ void policy__event(struct policy *p, const struct policy_event *ev, uint64_t now
 
 void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 {
-	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
+	struct proc *pr = proctab_find(&p->procs, pid);
+	struct map_info mi;
+
+	if (!pr) {
+		on_map(p, pid, now_ns);
 		return;
-	on_map(p, pid, now_ns);
+	}
+	/* Made after the process started: its own, whatever a later listing can tell. */
+	if (!(pr->flags & PROC_FOREIGN_NS) && !look(p, pid, 0, &mi) &&
+	    span_before(pr->start, mi.born) && !copied_here(pr, &mi))
+		own_map(pr, &mi);
 }
 
 bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks)
@@ -725,20 +780,21 @@ bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks)
 	return true;
 }
 
-void policy__sweep(struct policy *p, uint64_t now_ns)
+void policy__sweep(struct policy *p, bool end_unmarked, uint64_t now_ns)
 {
-	struct proc *pr, *next;
+	struct pidmap_node *n, *next;
+	struct proc *pr;
 	size_t i;
 
-	for (i = 0; i < p->procs.nbuckets; i++) {
-		for (pr = p->procs.buckets[i]; pr; pr = next) {
-			next = pr->next;
-			if (pr->flags & PROC_SEEN) {
-				pr->flags &= ~PROC_SEEN;
-				continue;
-			}
-			end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	pidmap_for_each(&p->procs.map, i, n, next) {
+		pr = proc_of(n);
+		if (pr->flags & PROC_SEEN) {
+			pr->flags &= ~PROC_SEEN;
+			continue;
 		}
+		if (end_unmarked)
+			end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm,
+				    now_ns);
 	}
 }
 
@@ -749,7 +805,7 @@ const struct policy_stats *policy__stats(const struct policy *p)
 
 size_t policy__processes(const struct policy *p)
 {
-	return p->procs.count;
+	return proctab_count(&p->procs);
 }
 
 size_t policy__retained(const struct policy *p)
@@ -759,10 +815,10 @@ size_t policy__retained(const struct policy *p)
 
 void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx)
 {
-	struct proc *pr;
+	struct pidmap_node *n, *next;
 	size_t i;
 
-	proctab_for_each(&p->procs, i, pr)
-		if (!(pr->flags & PROC_FOREIGN_NS))
-			fn(pr->tgid, ctx);
+	pidmap_for_each(&p->procs.map, i, n, next)
+		if (!(proc_of(n)->flags & PROC_FOREIGN_NS))
+			fn(proc_of(n)->tgid, ctx);
 }

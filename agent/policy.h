@@ -53,6 +53,8 @@ struct map_info {
 	uid_t uid;
 	/* When this inode appeared at the path, per the inotify index; SPAN_UNKNOWN if it cannot say. */
 	struct span born;
+	/* When it was seen so: the file's size was read before this (CLOCK_BOOTTIME). */
+	uint64_t seen_ns;
 };
 
 /* Do a map's newest entries name memory the process has mapped? */
@@ -66,6 +68,7 @@ enum map_entries {
 
 struct copy_req {
 	pid_t parent, child;
+	uint64_t child_start_ticks;   /* the copy is not linked in once another process holds the pid */
 	uid_t uid;                 /* the child's: the copy is its file */
 	gid_t gid;
 	const struct map_info *parent_map;
@@ -93,6 +96,20 @@ enum archive_reason {
 	ARCHIVE_DROP,              /* only perfmapd's copy, never written: deleted */
 };
 
+static inline const char *archive_reason_str(enum archive_reason why)
+{
+	switch (why) {
+	case ARCHIVE_EXIT: return "its process exited";
+	case ARCHIVE_EXEC: return "its image exec'd";
+	case ARCHIVE_STALE: return "an earlier process with this pid wrote it";
+	case ARCHIVE_DROP: return "only perfmapd's copy of the parent's map, never written";
+	}
+	return "?";
+}
+
+/* archive(): the move follows the event at once, an exec's own close may still be finishing. */
+#define ARCHIVE_F_FRESH (1u << 0)
+
 struct mapstore_ops {
 	/*
 	 * The map at @pid's path: 0, or -ENOENT when there is none, or when the
@@ -116,7 +133,10 @@ struct mapstore_ops {
 	bool (*pid_held)(void *ctx, pid_t pid, uint64_t start_ticks);
 	/* Does @child run the same executable as @parent (no exec since the fork)? */
 	bool (*same_image)(void *ctx, pid_t child, pid_t parent);
-	/* Make the child's map with the parent's entries; -EEXIST when the child has a map. */
+	/*
+	 * Make the child's map with the parent's entries; -EEXIST when the child
+	 * has a map, -ESRCH when another process holds the child's pid by now.
+	 */
 	int (*copy_create)(void *ctx, const struct copy_req *rq, struct copy_result *res);
 	/* Append them to the child's own map; -EAGAIN while it ends in a partial line. */
 	int (*copy_append)(void *ctx, const struct copy_req *rq, struct copy_result *res);
@@ -126,7 +146,7 @@ struct mapstore_ops {
 	 * a process has it open for writing.
 	 */
 	int (*archive)(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		       const struct map_info *expect);
+		       const struct map_info *expect, unsigned int flags);
 };
 
 struct mapstore {
@@ -187,9 +207,12 @@ void policy__tick(struct policy *p, uint64_t now_ns);
  */
 uint64_t policy__next_deadline(const struct policy *p);
 
-/* A scan of /proc: mark every process still there, then end the unmarked ones. */
+/*
+ * A scan of /proc: mark every process still there, then end the unmarked
+ * ones; a scan cut short clears the marks with @end_unmarked false.
+ */
 bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks);
-void policy__sweep(struct policy *p, uint64_t now_ns);
+void policy__sweep(struct policy *p, bool end_unmarked, uint64_t now_ns);
 
 const struct policy_stats *policy__stats(const struct policy *p);
 size_t policy__processes(const struct policy *p);

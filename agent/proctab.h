@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "pidmap.h"
 
 enum proc_flags {
 	PROC_FOREIGN_NS = 1 << 0,  /* another mount or pid namespace: its /tmp is not ours */
@@ -15,7 +16,7 @@ enum proc_flags {
 };
 
 struct proc {
-	struct proc *next;         /* hash chain */
+	struct pidmap_node node;   /* keyed by tgid */
 	pid_t tgid;
 	pid_t ppid;
 	uint64_t start_ticks;      /* /proc/<pid>/stat field 22: the identity */
@@ -37,20 +38,21 @@ struct proc {
 };
 
 struct proctab {
-	struct proc **buckets;
-	size_t nbuckets;
-	size_t count;
+	struct pidmap map;
 };
 
 int proctab_init(struct proctab *t);
 void proctab_fini(struct proctab *t);
-struct proc *proctab_find(struct proctab *t, pid_t tgid);
+struct proc *proctab_find(const struct proctab *t, pid_t tgid);
 /* Insert or reuse the entry of @tgid; a different start time resets it. */
 struct proc *proctab_get(struct proctab *t, pid_t tgid, uint64_t start_ticks, bool *fresh);
 void proctab_remove(struct proctab *t, pid_t tgid);
+size_t proctab_count(const struct proctab *t);
 
-#define proctab_for_each(t, i, p) \
-	for ((i) = 0; (i) < (t)->nbuckets; (i)++) \
-		for ((p) = (t)->buckets[i]; (p); (p) = (p)->next)
+/* The process a node of the table's map is; iterate with pidmap_for_each(&t->map, ...). */
+static inline struct proc *proc_of(struct pidmap_node *n)
+{
+	return (struct proc *)n;
+}
 
 #endif /* PERFMAPD_PROCTAB_H */

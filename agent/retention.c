@@ -2,34 +2,24 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "pidmap.h"
 #include "retention.h"
 
 struct node {
-	struct node *next;
+	struct pidmap_node node;
 	struct retained e;
 };
 
 struct retention {
-	struct node **buckets;
-	size_t nbuckets;
+	struct pidmap map;
 	size_t count[2];   /* by enum retain_kind */
 };
-
-static size_t bucket_of(const struct retention *r, pid_t pid)
-{
-	return (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ull) >> 32) &
-	       (r->nbuckets - 1);
-}
 
 struct retention *retention__new(void)
 {
 	struct retention *r = calloc(1, sizeof(*r));
 
-	if (!r)
-		return NULL;
-	r->nbuckets = 256;
-	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
-	if (!r->buckets) {
+	if (r && pidmap_init(&r->map, 256)) {
 		free(r);
 		return NULL;
 	}
@@ -38,66 +28,29 @@ struct retention *retention__new(void)
 
 void retention__free(struct retention *r)
 {
-	struct node *n, *next;
-	size_t i;
-
 	if (!r)
 		return;
-	for (i = 0; i < r->nbuckets; i++) {
-		for (n = r->buckets[i]; n; n = next) {
-			next = n->next;
-			free(n);
-		}
-	}
-	free(r->buckets);
+	pidmap_fini(&r->map);
 	free(r);
 }
 
-static struct node **slot_of(struct retention *r, pid_t pid)
+static struct node *node_of(const struct retention *r, pid_t pid)
 {
-	struct node **pp;
-
-	for (pp = &r->buckets[bucket_of(r, pid)]; *pp; pp = &(*pp)->next)
-		if ((*pp)->e.pid == pid)
-			return pp;
-	return pp;
-}
-
-static void grow(struct retention *r)
-{
-	size_t n = r->nbuckets * 2, i, b;
-	struct node **nb = calloc(n, sizeof(*nb)), *p, *next;
-
-	if (!nb)
-		return;  /* longer chains, still correct */
-	for (i = 0; i < r->nbuckets; i++) {
-		for (p = r->buckets[i]; p; p = next) {
-			next = p->next;
-			b = (size_t)(((uint64_t)(uint32_t)p->e.pid * 0x9e3779b97f4a7c15ull) >> 32) & (n - 1);
-			p->next = nb[b];
-			nb[b] = p;
-		}
-	}
-	free(r->buckets);
-	r->buckets = nb;
-	r->nbuckets = n;
+	return (struct node *)pidmap_find(&r->map, pid);
 }
 
 int retention__add(struct retention *r, const struct retained *e)
 {
-	struct node **pp, *n;
+	struct node *n = node_of(r, e->pid);
 
-	if (r->count[0] + r->count[1] >= r->nbuckets)
-		grow(r);
-	pp = slot_of(r, e->pid);
-	n = *pp;
 	if (n) {
 		r->count[n->e.kind]--;
 	} else {
 		n = calloc(1, sizeof(*n));
 		if (!n)
 			return -ENOMEM;
-		*pp = n;
+		n->node.pid = e->pid;
+		pidmap_insert(&r->map, &n->node);
 	}
 	n->e = *e;
 	r->count[e->kind]++;
@@ -117,18 +70,17 @@ int retention__add_move(struct retention *r, const struct retained *e, uint64_t 
 
 struct retained *retention__find(struct retention *r, pid_t pid)
 {
-	struct node *n = *slot_of(r, pid);
+	struct node *n = node_of(r, pid);
 
 	return n ? &n->e : NULL;
 }
 
 void retention__forget(struct retention *r, pid_t pid)
 {
-	struct node **pp = slot_of(r, pid), *n = *pp;
+	struct node *n = (struct node *)pidmap_remove(&r->map, pid);
 
 	if (!n)
 		return;
-	*pp = n->next;
 	r->count[n->e.kind]--;
 	free(n);
 }
@@ -154,42 +106,37 @@ static bool retry(struct retained *e, uint64_t now_ns)
 
 void retention__expire(struct retention *r, uint64_t now_ns, const struct retention_cb *cb)
 {
-	struct node **pp, *n;
+	struct pidmap_node *pn, *next;
+	struct node *n;
 	size_t i;
 
-	for (i = 0; i < r->nbuckets; i++) {
-		pp = &r->buckets[i];
-		while ((n = *pp)) {
-			if (n->e.deadline_ns > now_ns) {
-				pp = &n->next;
+	pidmap_for_each(&r->map, i, pn, next) {
+		n = (struct node *)pn;
+		if (n->e.deadline_ns > now_ns)
+			continue;
+		if (cb->due(cb->ctx, &n->e) == RETAIN_BUSY) {
+			if (retry(&n->e, now_ns))
 				continue;
-			}
-			if (cb->due(cb->ctx, &n->e) == RETAIN_BUSY) {
-				if (retry(&n->e, now_ns)) {
-					pp = &n->next;
-					continue;
-				}
-				if (cb->gave_up)
-					cb->gave_up(cb->ctx, &n->e);
-			}
-			*pp = n->next;
-			r->count[n->e.kind]--;
-			free(n);
+			if (cb->gave_up)
+				cb->gave_up(cb->ctx, &n->e);
 		}
+		retention__forget(r, n->e.pid);
 	}
 }
 
 uint64_t retention__next_move(const struct retention *r)
 {
-	uint64_t next = UINT64_MAX;
-	struct node *n;
+	struct pidmap_node *pn, *next;
+	uint64_t soonest = UINT64_MAX;
+	const struct node *n;
 	size_t i;
 
 	if (!r->count[RETAIN_MOVE])
-		return next;
-	for (i = 0; i < r->nbuckets; i++)
-		for (n = r->buckets[i]; n; n = n->next)
-			if (n->e.kind == RETAIN_MOVE && n->e.deadline_ns < next)
-				next = n->e.deadline_ns;
-	return next;
+		return soonest;
+	pidmap_for_each(&r->map, i, pn, next) {
+		n = (const struct node *)pn;
+		if (n->e.kind == RETAIN_MOVE && n->e.deadline_ns < soonest)
+			soonest = n->e.deadline_ns;
+	}
+	return soonest;
 }

@@ -27,12 +27,7 @@ struct retained {
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
-	/*
-	 * No process held the pid then: whatever is written to the file later
-	 * is a new holder's. Without it the size tells nothing.
-	 */
-	bool pid_free;
-	uint64_t seen_ns;         /* when it was seen so (CLOCK_BOOTTIME) */
+	uint64_t seen_ns;         /* when it was seen so (CLOCK_BOOTTIME, after the look) */
 	uint64_t deadline_ns;     /* CLOCK_BOOTTIME, as every time the policy keeps */
 	/* RETAIN_MOVE: when the first attempt was refused, and the wait before the next. */
 	uint64_t first_ns;

@@ -83,9 +83,10 @@ int scan_procs(const struct scan_env *env)
 	int err;
 
 	err = procfs_for_each(visit, &f);
+	/* Cut short, the unmarked may be alive: clear the marks, end nobody. */
+	policy__sweep(env->policy, !err, clock_boot_ns());
 	if (err)
 		goto free_found;
-	policy__sweep(env->policy, clock_boot_ns());
 	qsort(f.v, f.n, sizeof(*f.v), by_start);
 	for (i = 0; i < f.n; i++) {
 		found_event(env, &f.v[i], &ev);
@@ -94,6 +95,20 @@ int scan_procs(const struct scan_env *env)
 free_found:
 	free(f.v);
 	return err;
+}
+
+/* A stream over @dirfd that owns a duplicate of it. */
+static DIR *open_dir(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
 }
 
 int scan_maps(const struct scan_env *env, bool startup)
@@ -106,7 +121,7 @@ int scan_maps(const struct scan_env *env, bool startup)
 	pid_t pid;
 	DIR *d;
 
-	d = fdopendir(dup(env->map_dir_fd));
+	d = open_dir(env->map_dir_fd);
 	if (!d)
 		return -errno;
 	rewinddir(d);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "archive.h"
+#include "clock.h"
 #include "events.h"
 #include "mapfile.h"
 #include "mapname.h"
@@ -43,6 +44,7 @@ static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 	mi->size = st.st_size;
 	mi->uid = st.st_uid;
 	mi->born = mapwatch__born(s->mw, pid, st.st_dev, st.st_ino);
+	mi->seen_ns = clock_boot_ns();
 	return 0;
 }
 
@@ -94,6 +96,7 @@ static int store_copy_create(void *ctx, const struct copy_req *rq, struct copy_r
 	err = mapfile_create(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
 	if (err)
 		return err;
+	res->map.seen_ns = clock_boot_ns();
 	/* Known at once, not when inotify says so: its exit may be in this batch. */
 	mapwatch__made(s->mw, rq->child, res->map.dev, res->map.ino, res->map.born);
 	if (s->ev)
@@ -107,8 +110,10 @@ static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_r
 	int err;
 
 	err = mapfile_append(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
-	if (!err && res->kind == COPY_APPENDED)
+	if (!err && res->kind == COPY_APPENDED) {
 		res->map.born = mapwatch__born(s->mw, rq->child, res->map.dev, res->map.ino);
+		res->map.seen_ns = clock_boot_ns();
+	}
 	return err;
 }
 
@@ -124,14 +129,14 @@ static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_r
 #define EXEC_WAIT_TRIES 10
 
 static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-			 const struct map_info *expect)
+			 const struct map_info *expect, unsigned int flags)
 {
 	const struct timespec pause = { 0, EXEC_WAIT_NS };
 	struct store *s = ctx;
 	int err, tries = 0;
 
 	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino)) == -EBUSY &&
-	       (why == ARCHIVE_EXEC || why == ARCHIVE_DROP) && ++tries < EXEC_WAIT_TRIES)
+	       (flags & ARCHIVE_F_FRESH) && ++tries < EXEC_WAIT_TRIES)
 		nanosleep(&pause, NULL);
 	return err;
 }

@@ -64,18 +64,10 @@ __u64 dropped = 0;
 #define R_ARROW(s, ...) R_PICK(__VA_ARGS__, R_ARROW3, R_ARROW2, R_ARROW1)(s, __VA_ARGS__)
 #define R(direct, s, ...) ((direct) ? R_ARROW(s, __VA_ARGS__) : BPF_CORE_READ(s, __VA_ARGS__))
 
-/* Kernels before 5.5 named the field real_start_time (and have no tp_btf). */
-struct task_struct___pre55 {
-	u64 real_start_time;
-} __attribute__((preserve_access_index));
-
+/* start_boottime since 5.5; the ring buffer and the boot clock need 5.8 anyway. */
 static __always_inline __u64 task_start_ns(struct task_struct *t, bool direct)
 {
-	struct task_struct___pre55 *old = (void *)t;
-
-	if (bpf_core_field_exists(t->start_boottime))
-		return R(direct, t, start_boottime);
-	return BPF_CORE_READ(old, real_start_time);
+	return R(direct, t, start_boottime);
 }
 
 /*

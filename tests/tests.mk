@@ -16,9 +16,9 @@ FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 30
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
-TEST_AGENT_mapwatch := agent/mapwatch.c agent/clock.c agent/log.c
-TEST_AGENT_policy := agent/policy.c agent/retention.c agent/proctab.c agent/log.c
-TEST_AGENT_retention := agent/retention.c
+TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
+TEST_AGENT_policy := agent/policy.c agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
+TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/clock.c agent/log.c
 
 # deps first, alone: the rest needs what it installs.

@@ -32,6 +32,7 @@ static struct fake {
 	bool alive[NPIDS];
 	uint64_t execd[NPIDS];     /* when the pid last exec'd; 0 never */
 	bool same_image;
+	bool taken[NPIDS];         /* another process holds the pid by now */
 	int busy;                  /* archive: -EBUSY this many more times */
 	int append_eagain;         /* copy_append: -EAGAIN this many more times */
 	uint64_t now;              /* the fake clock, CLOCK_BOOTTIME */
@@ -49,6 +50,7 @@ static int fake_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 	if (pid <= 0 || pid >= NPIDS || !F.map[pid].exists)
 		return -ENOENT;
 	*mi = F.map[pid].mi;
+	mi->seen_ns = F.now;
 	return 0;
 }
 
@@ -100,6 +102,8 @@ static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_re
 	F.creates++;
 	if (F.map[rq->child].exists)
 		return -EEXIST;
+	if (F.taken[rq->child])
+		return -ESRCH;
 	put_map(rq->child, rq->parent_map->size, span_at(F.now), ENTRIES_MAPPED);
 	res->kind = COPY_CREATED;
 	res->entries = 3;
@@ -124,10 +128,11 @@ static int fake_copy_append(void *ctx, const struct copy_req *rq, struct copy_re
 }
 
 static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-			const struct map_info *expect)
+			const struct map_info *expect, unsigned int flags)
 {
 	(void)ctx;
 	(void)start_ticks;
+	(void)flags;
 	F.archive_calls++;
 	if (!F.map[pid].exists)
 		return -ENOENT;
@@ -753,7 +758,7 @@ static void test_scan_ends_the_unseen_and_copies_the_found(void **state)
 	put_map(50, 100, span_at(3 * SEC), ENTRIES_MAPPED);
 	assert_true(policy__mark(P, 50, 1 * SEC / TICK));
 	assert_false(policy__mark(P, 60, 99));  /* another process at 60 now */
-	policy__sweep(P, F.now);
+	policy__sweep(P, true, F.now);
 	assert_int_equal(policy__processes(P), 1);
 	assert_int_equal(policy__retained(P), 1);  /* 60's map waits for the retention */
 	/* A child forked while no agent ran, still running its parent's image. */
@@ -761,6 +766,157 @@ static void test_scan_ends_the_unseen_and_copies_the_found(void **state)
 	policy__event(P, &found, F.now);
 	assert_true(F.map[51].exists);
 	assert_int_equal(stats()->copies_created, 1);
+}
+
+
+/* ---- what review found: each once a way to lose or misplace a map ---- */
+
+static void test_busy_move_is_not_retried_on_a_file_written_since(void **state)
+{
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	put_map(20, 500, born_span(BORN_BEFORE), ENTRIES_UNMAPPED);
+	F.busy = 1;
+	exec_at(20, 1 * SEC, EXEC_NS);
+	assert_true(F.map[20].exists);
+	/* While the move waits, the new image opens the file and writes its lines. */
+	F.map[20].mi.size += 80;
+	tick(policy__next_deadline(P));
+	assert_true(F.map[20].exists);
+	assert_int_equal(F.archived[20], 0);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+	assert_int_equal(policy__next_deadline(P), UINT64_MAX);
+}
+
+static void test_exit_of_an_earlier_holder_leaves_the_new_ones_map(void **state)
+{
+	struct policy_event found = { .type = POLICY_EV_FOUND, .pid = 36, .ppid = 1,
+				      .start_ticks = 3000, .start = span_of_ticks(3000, TICK),
+				      .pstart = SPAN_UNKNOWN, .at = SPAN_UNKNOWN, .uid = 1000 };
+
+	(void)state;
+	fork_at(36, 1, 1 * SEC, 0);
+	/* Its exit queued, then another process at its pid, whose fork event was lost. */
+	put_map(36, 80, (struct span){ 30 * SEC + 10 * MS, 30 * SEC + 20 * MS }, ENTRIES_MAPPED);
+	F.now = 40 * SEC;
+	policy__event(P, &found, F.now);
+	assert_true(F.map[36].exists);
+	assert_int_equal(policy__retained(P), 0);
+	/* The first one's exit, read now, is not the map's. */
+	exit_at(36, 1 * SEC, 29 * SEC);
+	assert_int_equal(policy__retained(P), 0);
+	assert_int_equal(policy__processes(P), 1);
+	tick(F.now + 700 * SEC);
+	assert_true(F.map[36].exists);
+	assert_int_equal(F.archive_calls, 0);
+}
+
+static void test_no_copy_lands_at_a_pid_another_process_holds(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.taken[11] = true;  /* the child exited and its pid went on before the fork was read */
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_false(F.map[11].exists);
+	assert_int_equal(stats()->copies_created, 0);
+	assert_int_equal(stats()->copies_failed, 0);
+}
+
+static void test_old_image_map_waiting_to_move_is_not_copied(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 3 * SEC, 1 * SEC);   /* the map is judged the parent's own here */
+	assert_int_equal(stats()->copies_created, 1);
+	F.map[10].entries = ENTRIES_UNMAPPED;
+	F.busy = 1;
+	exec_at(10, 1 * SEC, EXEC_NS);     /* the old image's: its move waits */
+	fork_at(12, 10, EXEC_NS + MS, 1 * SEC);
+	assert_false(F.map[12].exists);
+	assert_int_equal(stats()->copies_created, 1);
+}
+
+static void test_appended_map_is_not_dropped_as_only_a_copy(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	put_map(11, 40, span_at(5 * SEC + 200), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_appended, 1);
+	/* The child's own line and the parent's entries, unchanged since: not "only our copy". */
+	F.map[11].entries = ENTRIES_UNMAPPED;
+	exec_at(11, 5 * SEC, EXEC_NS);
+	assert_int_equal(F.archived[11], 1 + ARCHIVE_EXEC);
+	assert_int_equal(stats()->exec_dropped, 0);
+}
+
+static void test_exec_of_a_process_the_table_did_not_know_ends_the_old_one(void **state)
+{
+	(void)state;
+	fork_at(37, 1, 1 * SEC, 0);
+	put_map(37, 100, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	/* An exec of another process at pid 37: the first one's exit and the second's fork were lost. */
+	F.execd[37] = EXEC_NS;
+	send(POLICY_EV_EXEC, 37, 0, 8 * SEC, 0, EXEC_NS, 0);
+	assert_int_equal(policy__processes(P), 1);
+	/* The first one's map: not the new process's, and archived as the old image's. */
+	assert_int_equal(F.archived[37], 1 + ARCHIVE_EXEC);
+}
+
+static void test_fork_child_sharing_its_parents_memory_proves_nothing(void **state)
+{
+	(void)state;
+	/*
+	 * A sibling's map left at the pid (prefork servers): its entries name
+	 * the parent's memory, which the new child shares.
+	 */
+	put_map(38, 500, SPAN_UNKNOWN, ENTRIES_MAPPED);
+	fork_at(38, 1, 30 * SEC, 0);
+	assert_true(F.map[38].exists);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+}
+
+static void test_a_map_seen_appearing_is_not_judged_again_by_a_listing(void **state)
+{
+	struct policy_event ev = { .type = POLICY_EV_MAP, .pid = 39, .start = SPAN_UNKNOWN,
+				   .at = SPAN_UNKNOWN };
+
+	(void)state;
+	fork_at(39, 1, 1 * SEC, 0);
+	put_map(39, 100, (struct span){ 2 * SEC, 2 * SEC + MS }, ENTRIES_UNMAPPED);
+	policy__map_appeared(P, 39, F.now);
+	/* An overflow later: the listing knows no birth; its newest code was freed. */
+	F.map[39].mi.born = SPAN_UNKNOWN;
+	policy__event(P, &ev, F.now);
+	assert_true(F.map[39].exists);
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(F.entries_calls, 0);
+}
+
+static void test_identity_evidence_rewritten_and_too_late(void **state)
+{
+	(void)state;
+	/* Shrunk since the exit: rewritten (a runtime that truncates) by the new holder. */
+	fork_at(40, 1, 1 * SEC, 0);
+	put_map(40, 500, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	exit_at(40, 1 * SEC, 20 * SEC);
+	F.map[40].mi.size = 100;
+	fork_at(40, 1, 30 * SEC, 0);
+	assert_true(F.map[40].exists);
+	assert_int_equal(stats()->by_identity, 1);
+
+	/* Seen only after the new process started: what it shows may be the new one's. */
+	fork_at(41, 1, 1 * SEC, 0);
+	put_map(41, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.now = 50 * SEC;
+	exit_at(41, 1 * SEC, 45 * SEC);
+	fork_at(41, 1, 48 * SEC, 0);   /* started before the agent read the exit */
+	assert_true(F.map[41].exists);
+	assert_int_equal(stats()->by_identity, 1);
+	assert_int_equal(stats()->ambiguous_kept, 1);  /* born before, entries mapped */
 }
 
 int main(void)
@@ -795,6 +951,15 @@ int main(void)
 		T(test_fork_read_after_the_child_execd_keeps_the_map),
 		T(test_reuse_seen_by_a_start_time_that_changed),
 		T(test_scan_ends_the_unseen_and_copies_the_found),
+		T(test_busy_move_is_not_retried_on_a_file_written_since),
+		T(test_exit_of_an_earlier_holder_leaves_the_new_ones_map),
+		T(test_no_copy_lands_at_a_pid_another_process_holds),
+		T(test_old_image_map_waiting_to_move_is_not_copied),
+		T(test_appended_map_is_not_dropped_as_only_a_copy),
+		T(test_exec_of_a_process_the_table_did_not_know_ends_the_old_one),
+		T(test_fork_child_sharing_its_parents_memory_proves_nothing),
+		T(test_a_map_seen_appearing_is_not_judged_again_by_a_listing),
+		T(test_identity_evidence_rewritten_and_too_late),
 #undef T
 	};
 

@@ -9,7 +9,11 @@
 #include <sys/types.h>
 #include <cmocka.h>
 
-/* A fresh directory under $TMPDIR or /tmp; removed by tu_rmdir(). */
+/*
+ * A fresh directory under $TMPDIR or /tmp; removed by tu_rmdir(), or else at
+ * exit or on a fatal signal (SIGALRM, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+ * SIGABRT, unless the test handles or ignores it) by the process that made it.
+ */
 char *tu_mkdtemp(void);
 void tu_rmdir(char *dir);
 /* Whole file, NUL-terminated; *len without the NUL. NULL if unreadable. */

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,34 +502,125 @@ static void test_fork_persist_child_starts_with_parent_entries(void **state)
 	close(resume[1]);
 }
 
-static volatile int stop_hammer;
-
 /*
- * Bursts of writes with pauses: forks often land inside a write(), while the
- * map, which every persisting child copies, stays a few megabytes. Flat out,
- * the map grows while the parent waits on each child, and each copy is
- * slower than the last.
+ * test_fork_while_writing: a writer thread writes in bursts, one burst per
+ * fork, each ended when its fork returns, and every fork lands while the
+ * writer is inside perfmap_write_entry(). What it writes stays small:
+ * writing flat out, it grew the map (which every persisting child copies
+ * whole) as fast as a loaded host slowed the forks down, to 200 MB and
+ * 4-5 GB copied in one run. Here a burst slows to a write a millisecond
+ * after BURST_FAST writes, when the forking thread is kept from running.
  */
+enum { FORKS = 200, BURST_FAST = 256 };
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned int granted;	/* bursts the forking thread asked for */
+	unsigned int done;	/* bursts finished */
+	bool quit;
+	int forked;		/* atomic: this burst's fork has returned */
+	int in_write;		/* atomic: the writer is in perfmap_write_entry() */
+	int burst_over;		/* atomic: the writer stopped this burst */
+	unsigned int burst_written; /* atomic: entries written in this burst */
+	size_t written;		/* entries written in all */
+	int err;		/* errno of a failed write */
+	bool watch;		/* at_fork_prepare() is on */
+	unsigned int overlapped; /* forks while the writer was inside a write */
+	off_t fork_size;	/* our map's size at the last fork */
+} hm;
+
 static void *hammer(void *arg)
 {
-	const struct timespec pause = { 0, 1000000 };
-	uintptr_t i = 0;
-	int k;
+	const struct timespec slow = { 0, 1000000 };
+	size_t k;
 
 	(void)arg;
-	while (!__atomic_load_n(&stop_hammer, __ATOMIC_RELAXED)) {
-		for (k = 0; k < 64; k++)
-			perfmap_write_entry((void *)(0x10000000 + (i++ % 100000) * 16),
-					    16, "hammer_thread_entry");
-		nanosleep(&pause, NULL);
+	pthread_mutex_lock(&hm.mu);
+	for (;;) {
+		while (hm.done == hm.granted && !hm.quit)
+			pthread_cond_wait(&hm.cv, &hm.mu);
+		if (hm.done == hm.granted)
+			break;
+		pthread_mutex_unlock(&hm.mu);
+		for (k = 0; !__atomic_load_n(&hm.forked, __ATOMIC_ACQUIRE); k++) {
+			if (k >= BURST_FAST)
+				nanosleep(&slow, NULL);
+			__atomic_store_n(&hm.in_write, 1, __ATOMIC_RELEASE);
+			if (perfmap_write_entry((void *)(uintptr_t)(0x10000000 + (hm.written + k) * 16),
+						16, "hammer_thread_entry"))
+				hm.err = errno;
+			__atomic_store_n(&hm.in_write, 0, __ATOMIC_RELEASE);
+			__atomic_add_fetch(&hm.burst_written, 1, __ATOMIC_RELEASE);
+			if (hm.err)
+				break;
+			/* The forking thread may be waiting for this CPU. */
+			sched_yield();
+		}
+		__atomic_store_n(&hm.burst_over, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&hm.mu);
+		hm.written += k;
+		hm.done++;
+		pthread_cond_broadcast(&hm.cv);
+		if (hm.err)
+			break;
 	}
+	pthread_mutex_unlock(&hm.mu);
 	return NULL;
 }
 
-/* Forks land while another thread writes: no deadlock, children see whole lines. */
+/*
+ * Registered in main() before the library registers its own fork handlers
+ * (on first use), so it runs after the library's prepare handler, which
+ * holds the writer's lock: prepare handlers run in the reverse order of
+ * registration. With the lock held, a writer that enters
+ * perfmap_write_entry() stays in it until the fork is over: wait for that
+ * (unless a write failed). And our map's size is what the child copies.
+ */
+static void at_fork_prepare(void)
+{
+	struct stat st;
+
+	if (!hm.watch)
+		return;
+	while (!__atomic_load_n(&hm.in_write, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&hm.burst_over, __ATOMIC_ACQUIRE))
+		sched_yield();
+	hm.overlapped += __atomic_load_n(&hm.in_write, __ATOMIC_ACQUIRE);
+	hm.fork_size = stat(tu_map_path(dir, getpid()), &st) ? -1 : st.st_size;
+}
+
+/*
+ * The child's map is its copy of ours, then its own line; the copy is all
+ * our map held when it forked, which starts with the first entry.
+ */
+static void assert_child_copy(pid_t child)
+{
+	static const char own[] = "2000 10 child_line\n";
+	const size_t own_len = sizeof(own) - 1;
+	size_t len, plen, copy;
+	char *buf, *pbuf;
+
+	buf = tu_read(tu_map_path(dir, child), &len);
+	assert_non_null(buf);
+	pbuf = own_map(&plen);
+	assert_non_null(pbuf);
+	assert_true(len >= own_len);
+	copy = len - own_len;
+	assert_memory_equal(buf + copy, own, own_len);
+	assert_int_equal(copy, hm.fork_size);
+	assert_true(copy >= 23 && copy <= plen);
+	assert_memory_equal(buf, "1000 10 before_threads\n", 23);
+	assert_memory_equal(buf, pbuf, copy);
+	free(pbuf);
+	free(buf);
+	/* Kept, 200 copies would add up. */
+	assert_int_equal(unlink(tu_map_path(dir, child)), 0);
+}
+
+/* Forks land while another thread writes: no deadlock, children copy whole lines. */
 static void test_fork_while_writing(void **state)
 {
-	enum { FORKS = 200 };
 	pthread_t tid;
 	size_t len;
 	char *buf;
@@ -536,31 +628,61 @@ static void test_fork_while_writing(void **state)
 	int i;
 
 	(void)state;
+	memset(&hm, 0, sizeof(hm));
+	pthread_mutex_init(&hm.mu, NULL);
+	pthread_cond_init(&hm.cv, NULL);
 	alarm(120);  /* a deadlock fails the test instead of hanging make test */
 	assert_int_equal(perfmap_set_persist_after_fork(1), 0);
 	assert_int_equal(perfmap_write_entry((void *)0x1000, 0x10, "before_threads"), 0);
-	stop_hammer = 0;
 	assert_int_equal(pthread_create(&tid, NULL, hammer, NULL), 0);
+	hm.watch = true;
 	for (i = 0; i < FORKS; i++) {
+		pthread_mutex_lock(&hm.mu);
+		__atomic_store_n(&hm.forked, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&hm.burst_over, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&hm.burst_written, 0, __ATOMIC_RELAXED);
+		hm.granted++;
+		pthread_cond_broadcast(&hm.cv);
+		pthread_mutex_unlock(&hm.mu);
+		/*
+		 * Fork before the writer's first write, or after a few: the
+		 * fork then also waits for a write that holds the lock.
+		 */
+		while (__atomic_load_n(&hm.burst_written, __ATOMIC_ACQUIRE) < (unsigned int)i % 4 &&
+		       !__atomic_load_n(&hm.burst_over, __ATOMIC_ACQUIRE))
+			sched_yield();
 		child = fork();
-		assert_true(child >= 0);
 		if (!child) {
 			alarm(20);
-			buf = tu_read(tu_map_path(dir, getpid()), &len);
-			CHILD_CHECK(30, buf && len > 0 && buf[len - 1] == '\n');
-			CHILD_CHECK(31, !strncmp(buf, "1000 10 before_threads\n", 23));
-			CHILD_CHECK(32, !perfmap_write_entry((void *)0x2000, 0x10, "child_line"));
-			_exit(0);
+			/* A fork handler that left the lock taken would hang here. */
+			_exit(perfmap_write_entry((void *)0x2000, 0x10, "child_line") ? 30 : 0);
 		}
+		__atomic_store_n(&hm.forked, 1, __ATOMIC_RELEASE);
+		assert_true(child > 0);
 		assert_int_equal(tu_wait(child), 0);
+		pthread_mutex_lock(&hm.mu);
+		while (hm.done != hm.granted)
+			pthread_cond_wait(&hm.cv, &hm.mu);
+		pthread_mutex_unlock(&hm.mu);
+		assert_int_equal(hm.err, 0);
+		assert_child_copy(child);
 	}
-	__atomic_store_n(&stop_hammer, 1, __ATOMIC_RELAXED);
+	hm.watch = false;
+	pthread_mutex_lock(&hm.mu);
+	hm.quit = true;
+	pthread_cond_broadcast(&hm.cv);
+	pthread_mutex_unlock(&hm.mu);
 	assert_int_equal(pthread_join(tid, NULL), 0);
 	alarm(0);
+	print_message("%u of %d forks with a write under way; %zu writes\n",
+		      hm.overlapped, FORKS, hm.written);
+	assert_int_equal(hm.overlapped, FORKS);
 	buf = own_map(&len);
 	assert_non_null(buf);
-	assert_intact_lines(buf, len, tu_count_char(buf, len, '\n'));
+	assert_intact_lines(buf, len, 1 + hm.written);
 	free(buf);
+	pthread_cond_destroy(&hm.cv);
+	pthread_mutex_destroy(&hm.mu);
 }
 
 static void test_unwritable_dir(void **state)
@@ -669,6 +791,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_owner_refused, setup, teardown),
 	};
 
+	/* Before the library's own: see at_fork_prepare(). */
+	if (pthread_atfork(at_fork_prepare, NULL, NULL))
+		return 1;
 	/* A fini without any init before it must be harmless. */
 	perfmap_fini();
 	return cmocka_run_group_tests(tests, NULL, NULL);

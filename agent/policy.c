@@ -256,6 +256,24 @@ static bool is_own(const struct proc *pr, const struct map_info *mi)
 
 /* ---- exit ---- */
 
+/* Keep @mi, the map of the ended process (@pid, @start_ticks), for the retention. */
+static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+		  uint64_t now_ns)
+{
+	const struct retained r = {
+		.pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
+		.reason = ARCHIVE_EXIT, .dev = mi->dev, .ino = mi->ino, .size = mi->size,
+		.seen_ns = mi->seen_ns, .deadline_ns = now_ns + p->cfg.retention_ns,
+	};
+
+	if (retention__add(p->retained, &r)) {
+		p->stats.errors++;
+		return -ENOMEM;
+	}
+	p->stats.retained_total++;
+	return 0;
+}
+
 /*
  * The process (@pid, @start_ticks) ended at @at. Its map stays for the
  * retention, unless it was made after the end by someone else, or a later
@@ -265,8 +283,6 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			bool foreign, const char *comm, uint64_t now_ns)
 {
 	struct proc *pr = proctab_find(&p->procs, pid);
-	struct retained r = { .pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
-			      .reason = ARCHIVE_EXIT };
 	struct map_info mi;
 
 	if (pr && pr->start_ticks != start_ticks) {
@@ -283,16 +299,8 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			 (int)pid, p->cfg.map_dir, (int)pid);
 		goto forget;
 	}
-	r.dev = mi.dev;
-	r.ino = mi.ino;
-	r.size = mi.size;
-	r.seen_ns = mi.seen_ns;
-	r.deadline_ns = now_ns + p->cfg.retention_ns;
-	if (retention__add(p->retained, &r)) {
-		p->stats.errors++;
+	if (retain(p, pid, start_ticks, &mi, now_ns))
 		goto forget;
-	}
-	p->stats.retained_total++;
 	pr_info("exit %d (%s): %s/perf-%d.map stays for %llus, then goes to %s", (int)pid,
 		pr ? pr->comm : comm, p->cfg.map_dir, (int)pid,
 		(unsigned long long)(p->cfg.retention_ns / 1000000000), p->cfg.archive_dir);
@@ -605,7 +613,6 @@ forget_copy:
 
 static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 {
-	struct retained r = { .pid = pid, .kind = RETAIN_EXITED, .reason = ARCHIVE_EXIT };
 	struct map_info mi;
 
 	/*
@@ -618,16 +625,8 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
 		return;
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
-	r.dev = mi.dev;
-	r.ino = mi.ino;
-	r.size = mi.size;
-	r.seen_ns = mi.seen_ns;
-	r.deadline_ns = now_ns + p->cfg.retention_ns;
-	if (retention__add(p->retained, &r)) {
-		p->stats.errors++;
+	if (retain(p, pid, 0, &mi, now_ns))
 		return;
-	}
-	p->stats.retained_total++;
 	pr_info("scan: %s/perf-%d.map has no process; kept %llus, then archived", p->cfg.map_dir,
 		(int)pid, (unsigned long long)(p->cfg.retention_ns / 1000000000));
 }

@@ -77,6 +77,17 @@ status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
 status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
 lines_are() { [ "$(grep -c "$2" "$1")" = "$3" ]; }
 
+# start_scenario NAME LABEL [ARGS...]: a fresh map directory in the caller's $d, its
+# archive in $a, and the agent on them, logging to $WORK/NAME.log.
+start_scenario() {
+	local name=$1 label=$2
+	shift 2
+	d=$(new_map_dir)
+	a=$WORK/archive-$name
+	start_agent "$WORK/$name.log" --map-dir "$d" --archive-dir "$a" "$@" || {
+		fail "$label: perfmapd did not start"; return 1; }
+}
+
 # ---- scenarios ----
 
 # One agent per map directory; perfmapctl status without one, and as JSON.
@@ -175,10 +186,8 @@ test_fork_perf() {
 
 # 10 JIT parents x 60 children at once: every child checks its own map byte for byte.
 test_fork_storm() {
-	local d pids=() rc=0 i created
-	d=$(new_map_dir)
-	start_agent "$WORK/storm.log" --map-dir "$d" --archive-dir "$WORK/archive-storm" || {
-		fail "fork_storm: perfmapd did not start"; return; }
+	local d a pids=() rc=0 i created
+	start_scenario storm fork_storm || return
 	for i in $(seq 10); do
 		"$FORKJIT" --dir "$d" --entries $((200 * i)) --children 60 --wait-map-ms 20000 \
 			--prefix "storm${i}" >"$WORK/storm.$i.out" 2>&1 &
@@ -198,12 +207,9 @@ test_fork_storm() {
 # own map, and every child holds exactly its parent's entries.
 exec_storm() {
 	local label=$1 user=$2 d a out complete rc i owner bad
-	d=$(new_map_dir)
-	a=$WORK/archive-$label
 	out=$(mktemp -d "$WORK/out.XXXXXX")
 	chmod 1777 "$out"
-	start_agent "$WORK/$label.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "$label: perfmapd did not start"; return; }
+	start_scenario "$label" "$label" || return
 	# One shell starts them all, as a user would; each writes its map at once.
 	run_as "$user" sh -c 'pids=
 		for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -261,10 +267,7 @@ test_exec_storm_nobody() { exec_storm exec_storm_nobody nobody; }
 # old entries are in the archive, and the new image's map is its own alone.
 exec_old_image() {
 	local label=$1 d a pid
-	d=$(new_map_dir)
-	a=$WORK/archive-$label
-	start_agent "$WORK/$label.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "$label: perfmapd did not start"; return; }
+	start_scenario "$label" "$label" || return
 	"$FORKJIT" --dir "$d" --entries 30 --prefix oldimage --exec \
 		"$FORKJIT" --dir "$d" --entries 5 --prefix newimage --stop-first --hold-ms 100 &
 	pid=$!
@@ -301,10 +304,7 @@ test_exec_loaded() {
 # entries to the old file: the agent must not take that map away.
 test_exec_agent_late() {
 	local d a pid
-	d=$(new_map_dir)
-	a=$WORK/archive-late
-	start_agent "$WORK/late.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "exec_agent_late: perfmapd did not start"; return; }
+	start_scenario late exec_agent_late || return
 	kill -STOP "$AGENT_PID"
 	"$FORKJIT" --dir "$d" --entries 30 --prefix oldimage --exec \
 		"$FORKJIT" --dir "$d" --entries 5 --prefix newimage --hold-ms 60000 &
@@ -337,10 +337,7 @@ start_at_pid() {
 # gets its pid and is held before its first write until the agent has acted.
 pid_reuse() {
 	local label=$1 d a pid
-	d=$(new_map_dir)
-	a=$WORK/archive-$label
-	start_agent "$WORK/$label.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "$label: perfmapd did not start"; return; }
+	start_scenario "$label" "$label" || return
 	"$FORKJIT" --dir "$d" --entries 8 --prefix deadproc &
 	pid=$!
 	wait "$pid"
@@ -373,10 +370,7 @@ test_pid_reuse_loaded() {
 # its own entries to the dead one's file: the agent must not take that map away.
 test_pid_reuse_agent_late() {
 	local d a pid
-	d=$(new_map_dir)
-	a=$WORK/archive-reuse-late
-	start_agent "$WORK/reuse-late.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "pid_reuse_agent_late: perfmapd did not start"; return; }
+	start_scenario reuse-late pid_reuse_agent_late || return
 	"$FORKJIT" --dir "$d" --entries 8 --prefix deadproc &
 	pid=$!
 	wait "$pid"
@@ -404,10 +398,8 @@ test_pid_reuse_agent_late() {
 
 # The child's runtime made its own map first (own entries), or copied the parent's itself.
 test_runtime_races() {
-	local d mode pid_fj key before after child
-	d=$(new_map_dir)
-	start_agent "$WORK/races.log" --map-dir "$d" --archive-dir "$WORK/archive-races" || {
-		fail "runtime_races: perfmapd did not start"; return; }
+	local d a mode pid_fj key before after child
+	start_scenario races runtime_races || return
 	for mode in own copy; do
 		key=copies_appended
 		[ $mode = copy ] && key=copies_by_runtime
@@ -431,12 +423,10 @@ test_runtime_races() {
 
 # Traps in the map directory: a symlink and a FIFO where the child's map goes.
 test_traps() {
-	local d victim trap_kind base pid rc attempt
-	d=$(new_map_dir)
+	local d a victim trap_kind base pid rc attempt
 	victim=$WORK/victim
 	echo "precious" >"$victim"
-	start_agent "$WORK/traps.log" --map-dir "$d" --archive-dir "$WORK/archive-traps" || {
-		fail "traps: perfmapd did not start"; return; }
+	start_scenario traps traps || return
 	for trap_kind in symlink fifo; do
 		# pidat runs forkjit as pid base; its first child is base + 1 unless
 		# another process forks in between: then again, three times at most.
@@ -503,10 +493,7 @@ test_cpython() {
 # into the archive under the quota.
 test_exit_archive() {
 	local d a pid i n t0 ms archive_file
-	d=$(new_map_dir)
-	a=$WORK/archive-exit
-	start_agent "$WORK/exit.log" --map-dir "$d" --archive-dir "$a" --retention 3s \
-		--archive-max-bytes 4K || { fail "exit_archive: perfmapd did not start"; return; }
+	start_scenario exit exit_archive --retention 3s --archive-max-bytes 4K || return
 	for i in 1 2 3 4 5 6; do
 		"$FORKJIT" --dir "$d" --entries 40 --prefix "exit${i}" &
 		pid=$!
@@ -535,10 +522,8 @@ test_exit_archive() {
 
 # --dry-run decides and says so, and changes no file.
 test_dry_run() {
-	local d out pid child made=0
-	d=$(new_map_dir)
-	start_agent "$WORK/dry.log" --map-dir "$d" --archive-dir "$WORK/archive-dry" --dry-run ||
-		{ fail "dry_run: perfmapd did not start"; return; }
+	local d a out pid child made=0
+	start_scenario dry dry_run --dry-run || return
 	out=$WORK/dry.out
 	"$FORKJIT" --dir "$d" --entries 20 --children 2 --print-pids --prefix dry >"$out" 2>&1
 	check "dry_run: the copies were only said" wait_for 10 eval \
@@ -558,10 +543,8 @@ test_dry_run() {
 
 # Lost events: a tiny ring buffer, the agent stopped while 100 children fork.
 test_lost_events() {
-	local d fj dropped
-	d=$(new_map_dir)
-	start_agent "$WORK/lost.log" --map-dir "$d" --archive-dir "$WORK/archive-lost" \
-		--ringbuf-size 4K || { fail "lost_events: perfmapd did not start"; return; }
+	local d a fj dropped
+	start_scenario lost lost_events --ringbuf-size 4K || return
 	kill -STOP "$AGENT_PID"
 	"$FORKJIT" --dir "$d" --entries 100 --children 100 --wait-map-ms 20000 --print-pids \
 		>"$WORK/lost.out" 2>"$WORK/lost.err" &
@@ -614,10 +597,7 @@ test_map_index() {
 # kill -9 in the middle of forks; the restart catches up and corrupts nothing.
 test_restart() {
 	local d a pids=() i rc=0 sl
-	d=$(new_map_dir)
-	a=$WORK/archive-restart
-	start_agent "$WORK/restart1.log" --map-dir "$d" --archive-dir "$a" || {
-		fail "restart: perfmapd did not start"; return; }
+	start_scenario restart1 restart || return
 	sleep 60 &
 	sl=$!
 	for i in $(seq 8); do

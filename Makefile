@@ -3,8 +3,10 @@
 #   make               build/ : libperfmap.a, libperfmap.so, perfmap.pc, perfmapctl,
 #                      perfmapd (BPF object and skeleton in build/bpf/)
 #   make deps          install missing Debian build and test packages
-#   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz, install)
-#   make bench         writer benchmark, side by side with write() and CPython
+#   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz,
+#                      install, and the agent's integration tests: root and BPF)
+#   make bench         the writer beside write() and CPython; the agent's latency and
+#                      cost to the host, with and without it (root)
 #   make fuzz          a longer libFuzzer run of the reader (FUZZ_SECONDS=300)
 #   make install       PREFIX=/usr/local DESTDIR=
 #   make run           deps, build, run the agent in the foreground

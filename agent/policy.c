@@ -147,8 +147,8 @@ static void judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struc
 		break;
 	}
 	*j = (struct judgement){ AMBIGUOUS, BY_NOTHING, before ?
-		"made before it, but the process cannot be read to tell whether it appended since" :
-		"the index cannot say when it was made, and the process cannot be read" };
+		"made before it, but the file or the process cannot be read to tell whether it was appended to since" :
+		"the index cannot say when it was made, and the file or the process cannot be read" };
 }
 
 static void count_judgement(struct policy *p, const struct judgement *j)

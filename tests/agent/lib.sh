@@ -11,6 +11,7 @@ SKIPPED=()          # "scenario: why" for the banner at the end
 SCENARIO=
 SCENARIO_CHECKS=0   # checks the running scenario recorded, skips included
 LOAD_PIDS=()
+POLL_S=0.02         # how often wait_for looks again
 
 say() { printf '%s\n' "$*"; }
 fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); SCENARIO_CHECKS=$((SCENARIO_CHECKS + 1)); }
@@ -41,7 +42,7 @@ wait_for() {
 	shift
 	until "$@"; do
 		[ "$(date +%s%N)" -ge "$deadline" ] && return 1
-		sleep 0.02
+		sleep "$POLL_S"
 	done
 }
 
@@ -118,6 +119,7 @@ load_stop() {
 		wait "$p" 2>/dev/null
 	done
 	LOAD_PIDS=()
+POLL_S=0.02         # how often wait_for looks again
 }
 
 cleanup_agent() {

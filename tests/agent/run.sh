@@ -149,19 +149,26 @@ perf_resolved_pct() {
 		awk '{ n++ } $2 ~ /^jit_fn_/ { j++ } END { if (n < 50) print -1; else printf "%d\n", 100 * j / n }'
 }
 
-# The test JIT forks; perf attaches to the child only after the fork.
-test_fork_perf() {
-	local out pid pct fj
-	command -v perf >/dev/null || { fail "fork_perf: perf is not installed (Debian: linux-perf)"; return; }
-	# Without the agent, first: the child's samples stay hex (this is the bug).
-	out=$WORK/fj-noagent.out
-	"$FORKJIT" --entries 64 --children 1 --run-ms 4000 --print-pids >"$out" &
+# perf_jit_child OUT FORKJIT_ARGS...: forkjit in /tmp forks a child; perf
+# attaches to the child only after the fork. Sets $pct (perf_resolved_pct)
+# and $fj, forkjit's pid, still to be waited for.
+perf_jit_child() {
+	local out=$1 pid
+	shift
+	"$FORKJIT" --entries 64 --children 1 --run-ms 4000 --print-pids "$@" >"$out" &
 	fj=$!
 	TMP_MAPS+=("$fj")
 	wait_for 5 grep -q child "$out"
 	pid=$(awk '/child/ { print $2; exit }' "$out")
 	TMP_MAPS+=("$pid")
 	pct=$(perf_resolved_pct "$pid" 2)
+}
+
+test_fork_perf() {
+	local pct fj
+	command -v perf >/dev/null || { fail "fork_perf: perf is not installed (Debian: linux-perf)"; return; }
+	# Without the agent, first: the child's samples stay hex (this is the bug).
+	perf_jit_child "$WORK/fj-noagent.out"
 	wait "$fj"
 	say "  without perfmapd: ${pct}% of the child's samples resolve"
 	check "fork_perf: without the agent the child's samples do not resolve (${pct}%): the test can tell" \
@@ -169,14 +176,7 @@ test_fork_perf() {
 
 	start_agent "$WORK/fork_perf.log" --map-dir /tmp --archive-dir "$WORK/archive-perf" ||
 		{ fail "fork_perf: perfmapd did not start on /tmp"; return; }
-	out=$WORK/fj.out
-	"$FORKJIT" --entries 64 --children 1 --run-ms 4000 --wait-map-ms 3000 --print-pids >"$out" &
-	fj=$!
-	TMP_MAPS+=("$fj")
-	wait_for 5 grep -q child "$out"
-	pid=$(awk '/child/ { print $2; exit }' "$out")
-	TMP_MAPS+=("$pid")
-	pct=$(perf_resolved_pct "$pid" 2)
+	perf_jit_child "$WORK/fj.out" --wait-map-ms 3000
 	check "fork_perf: the child found its map" wait "$fj"
 	check "fork_perf: ${pct}% of the child's samples resolve to JIT names with perf record -p after the fork" \
 		test "$pct" -ge 95

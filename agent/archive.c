@@ -354,7 +354,7 @@ void archive__free(struct archive *ar)
 
 
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		  dev_t dev, ino_t ino)
+		  dev_t dev, ino_t ino, uint64_t size)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
@@ -376,7 +376,7 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 	}
 	archive_name(pid, start_ticks, why, aname, sizeof(aname));
 	snprintf(staged, sizeof(staged), ARCHIVE_STAGE_PREFIX "%s", aname);
-	err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, staged, &res);
+	err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, size, staged, &res);
 	if (err == -EBUSY && res.kept[0]) {
 		/* A writer came while it was moved, and the name could not be given back. */
 		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",

@@ -38,13 +38,14 @@ struct archive *archive__open(const struct archive_config *cfg);
 void archive__free(struct archive *ar);
 
 /*
- * Move the map at @pid's path, which must be (@dev, @ino) (-ESTALE), out of
+ * Move the map at @pid's path, which must be (@dev, @ino) and, unless
+ * @size is UINT64_MAX, @size bytes long (-ESTALE), out of
  * the map directory, never under a writer (-EBUSY), then have it compacted
  * into the archive as perf-<pid>-<start>[-<reason>].map; ARCHIVE_DROP
  * deletes it instead.
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		  dev_t dev, ino_t ino);
+		  dev_t dev, ino_t ino, uint64_t size);
 /* Finish a move a crash interrupted: @name is a staged map in the map directory. */
 void archive__finish_staged(struct archive *ar, const char *name);
 /* Wait until every queued map is stored. */

@@ -255,6 +255,11 @@ int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 	if (pfd < 0)
 		return pfd;
 	map_name(rq->child, name, sizeof(name));
+	/* The file at the child's path is another process's once that one holds the pid. */
+	if (procfs_pid_held(rq->child, rq->child_start_ticks)) {
+		err = -ESRCH;
+		goto close_parent;
+	}
 	fd = perfmap__open_map_at(dirfd, name, O_RDWR | O_APPEND, &oopts, &st);
 	if (fd < 0) {
 		err = fd;

@@ -87,9 +87,7 @@ static void record_del(struct mapwatch *mw, pid_t pid)
 
 static void index_reset(struct mapwatch *mw)
 {
-	pidmap_fini(&mw->records);
-	if (pidmap_init(&mw->records, 256))
-		mw->blind = true;  /* no memory for an index: every event looks on disk */
+	pidmap_clear(&mw->records);
 	mw->exact_since = 0;
 }
 

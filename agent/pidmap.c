@@ -19,7 +19,7 @@ int pidmap_init(struct pidmap *m, size_t nbuckets)
 	return m->buckets ? 0 : -ENOMEM;
 }
 
-void pidmap_fini(struct pidmap *m)
+void pidmap_clear(struct pidmap *m)
 {
 	struct pidmap_node *n, *next;
 	size_t i;
@@ -28,9 +28,16 @@ void pidmap_fini(struct pidmap *m)
 		return;
 	pidmap_for_each(m, i, n, next)
 		free(n);
+	for (i = 0; i < m->nbuckets; i++)
+		m->buckets[i] = NULL;
+	m->count = 0;
+}
+
+void pidmap_fini(struct pidmap *m)
+{
+	pidmap_clear(m);
 	free(m->buckets);
 	m->buckets = NULL;
-	m->count = 0;
 }
 
 struct pidmap_node *pidmap_find(const struct pidmap *m, pid_t pid)

@@ -23,6 +23,8 @@ struct pidmap {
 int pidmap_init(struct pidmap *m, size_t nbuckets);
 /* Frees every node with free(); the map can be initialized again. */
 void pidmap_fini(struct pidmap *m);
+/* Frees every node with free(), and keeps the buckets for more. */
+void pidmap_clear(struct pidmap *m);
 struct pidmap_node *pidmap_find(const struct pidmap *m, pid_t pid);
 /* Add @n, whose pid no node has yet. */
 void pidmap_insert(struct pidmap *m, struct pidmap_node *n);

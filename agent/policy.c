@@ -227,6 +227,8 @@ static struct proc *track(struct policy *p, const struct policy_event *ev)
 	/* A start time to the nanosecond (BPF) beats a whole tick (/proc). */
 	if (fresh || ev->start.lo == ev->start.hi)
 		pr->start = ev->start;
+	if (fresh)
+		pr->image = pr->start;
 	if (ev->ppid)
 		pr->ppid = ev->ppid;
 	pr->uid = ev->uid;
@@ -285,10 +287,15 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 	struct proc *pr = proctab_find(&p->procs, pid);
 	struct map_info mi;
 
-	if (pr && pr->start_ticks != start_ticks) {
+	if (pr && pr->start_ticks > start_ticks) {
 		pr_debug("exit %d: a later process holds the pid; its map is not this one's",
 			 (int)pid);
 		return;
+	}
+	/* The table held an earlier process here, whose exit was lost. */
+	if (pr && pr->start_ticks != start_ticks) {
+		proctab_remove(&p->procs, pid);
+		pr = NULL;
 	}
 	if (foreign || (pr && (pr->flags & PROC_FOREIGN_NS)))
 		goto forget;
@@ -359,7 +366,7 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,
 		pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, 0);
+	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, ARCHIVE_F_AS_JUDGED);
 	if (err == -EBUSY) {
 		/* Its earlier holder is gone: the writer is the new one, taking it. */
 		p->stats.ambiguous_kept++;
@@ -370,15 +377,27 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 }
 
 /*
- * A process the table did not have at @ev's pid: end whatever the table held
- * there (its exit was lost), then track it. NULL for another namespace's.
+ * The table holds an earlier process at @ev's pid, whose exit was lost. The
+ * map at the path is now the new holder's to claim, or its exec's to judge:
+ * what was there at the unseen exit is not known, so nothing is retained.
  */
-static struct proc *new_holder(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
+static void forget_earlier(struct policy *p, const struct policy_event *ev)
 {
 	struct proc *pr = proctab_find(&p->procs, ev->pid);
 
-	if (pr && pr->start_ticks != ev->start_ticks)
-		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	if (!pr || pr->start_ticks == ev->start_ticks)
+		return;
+	pr_debug("%d (%s): its exit was not seen; %d (%s) holds the pid now", (int)pr->tgid,
+		 pr->comm, (int)ev->pid, ev->comm);
+	proctab_remove(&p->procs, ev->pid);
+}
+
+/* A process the table did not have at @ev's pid; NULL for another namespace's. */
+static struct proc *new_holder(struct policy *p, const struct policy_event *ev)
+{
+	struct proc *pr;
+
+	forget_earlier(p, ev);
 	pr = track(p, ev);
 	if (pr && (pr->flags & PROC_FOREIGN_NS)) {
 		p->stats.foreign_ns++;
@@ -436,7 +455,8 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 		return false;
 	if (!parent || is_own(parent, pm))
 		return true;
-	judge(p, parent->tgid, parent->start_ticks, pm, parent->start, NULL, MAPPINGS_OWN, &j);
+	/* Against the image running now: a map from before its exec is an old image's. */
+	judge(p, parent->tgid, parent->start_ticks, pm, parent->image, NULL, MAPPINGS_OWN, &j);
 	if (j.verdict == EARLIER) {
 		pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied", (int)parent->tgid,
 			p->cfg.map_dir, (int)parent->tgid, j.why);
@@ -504,7 +524,7 @@ static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstar
 
 static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = new_holder(p, ev, now_ns);
+	struct proc *pr = new_holder(p, ev);
 
 	if (!pr)
 		return;
@@ -520,7 +540,7 @@ static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t no
 /* A process a /proc scan found: as a fork, but it gets a copy only if it still runs its parent's image. */
 static void on_found(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = new_holder(p, ev, now_ns), *parent;
+	struct proc *pr = new_holder(p, ev), *parent;
 	bool same_image;
 	struct map_info mi;
 
@@ -550,15 +570,21 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	struct map_info mi;
 	int err;
 
-	/* The process the table held at the pid ended unseen. */
-	if (pr && pr->start_ticks != ev->start_ticks)
-		end_process(p, pr->tgid, pr->start_ticks, SPAN_UNKNOWN, false, pr->comm, now_ns);
+	/*
+	 * A process new to the table (its fork was lost): the pid's earlier
+	 * holder is gone, and with it any wait of its map; this exec judges it.
+	 */
+	if (!pr || pr->start_ticks != ev->start_ticks) {
+		forget_earlier(p, ev);
+		retention__forget(p->retained, ev->pid);
+	}
 	pr = track(p, ev);
 	if (!pr)
 		return;
 	pr->retry_until_ns = 0;
 	/* A new image owns no map yet. */
 	pr->own_ino = 0;
+	pr->image = ev->at;
 	if (pr->flags & PROC_FOREIGN_NS)
 		goto forget_copy;
 	if (look(p, pr->tgid, latest(ev->at), &mi))
@@ -592,7 +618,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	}
 	pr_info("exec %d (%s): %s/perf-%d.map is the old image's: %s", (int)pr->tgid, pr->comm,
 		p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH);
+	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH | ARCHIVE_F_AS_JUDGED);
 	/*
 	 * Still open for writing: the exec's own close of the old image's fd
 	 * may not be done. Try again shortly, on the same evidence (on_due).
@@ -652,7 +678,8 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 			(int)e->pid, p->cfg.map_dir, (int)e->pid);
 		return RETAIN_DONE;
 	}
-	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi, 0);
+	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi,
+			e->kind == RETAIN_MOVE ? ARCHIVE_F_AS_JUDGED : 0);
 	if (err != -EBUSY)
 		return RETAIN_DONE;
 	if (e->kind == RETAIN_EXITED)

@@ -109,6 +109,8 @@ static inline const char *archive_reason_str(enum archive_reason why)
 
 /* archive(): the move follows the event at once, an exec's own close may still be finishing. */
 #define ARCHIVE_F_FRESH (1u << 0)
+/* archive(): only while the file is the size it was judged at (written since: -ESTALE). */
+#define ARCHIVE_F_AS_JUDGED (1u << 1)
 
 struct mapstore_ops {
 	/*
@@ -138,7 +140,7 @@ struct mapstore_ops {
 	 * has a map, -ESRCH when another process holds the child's pid by now.
 	 */
 	int (*copy_create)(void *ctx, const struct copy_req *rq, struct copy_result *res);
-	/* Append them to the child's own map; -EAGAIN while it ends in a partial line. */
+	/* Append them to the child's own map; -EAGAIN while it ends in a partial line, -ESRCH as above. */
 	int (*copy_append)(void *ctx, const struct copy_req *rq, struct copy_result *res);
 	/*
 	 * Move the map at @pid's path, which must still be @expect (-ESTALE), out

@@ -21,6 +21,7 @@ struct proc {
 	pid_t ppid;
 	uint64_t start_ticks;      /* /proc/<pid>/stat field 22: the identity */
 	struct span start;         /* CLOCK_BOOTTIME; a whole tick when read from /proc */
+	struct span image;         /* when its image began: its start, or its last exec */
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;

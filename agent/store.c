@@ -131,11 +131,13 @@ static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_r
 static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 			 const struct map_info *expect, unsigned int flags)
 {
+	uint64_t size = flags & ARCHIVE_F_AS_JUDGED ? expect->size : UINT64_MAX;
 	const struct timespec pause = { 0, EXEC_WAIT_NS };
 	struct store *s = ctx;
 	int err, tries = 0;
 
-	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino)) == -EBUSY &&
+	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino,
+				    size)) == -EBUSY &&
 	       (flags & ARCHIVE_F_FRESH) && ++tries < EXEC_WAIT_TRIES)
 		nanosleep(&pause, NULL);
 	return err;

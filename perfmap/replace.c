@@ -247,8 +247,8 @@ int perfmap__write_atomic(const char *path, int src_fd, perfmap_fill_fn fill,
 	return err;
 }
 
-int perfmap__move_aside(int dirfd, const char *name, int fd, const char *dest,
-		   struct perfmap_replace_result *res)
+int perfmap__move_aside(int dirfd, const char *name, int fd, uint64_t size, const char *dest,
+			struct perfmap_replace_result *res)
 {
 	struct stat st, now;
 	sigset_t old;
@@ -264,6 +264,12 @@ int perfmap__move_aside(int dirfd, const char *name, int fd, const char *dest,
 	if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) ||
 	    now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
 		res->why = "replaced by another file meanwhile";
+		err = -ESTALE;
+		goto release_lease;
+	}
+	/* Under the lease nobody can write to it: its size now is its size at the rename. */
+	if (size != UINT64_MAX && (fstat(fd, &now) || (uint64_t)now.st_size != size)) {
+		res->why = "written to since it was judged";
 		err = -ESTALE;
 		goto release_lease;
 	}

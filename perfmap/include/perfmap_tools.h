@@ -76,9 +76,11 @@ int perfmap__write_atomic(const char *path, int src_fd, perfmap_fill_fn fill,
 /*
  * Rename @name in @dirfd, open read-only as @fd, to @dest in the same
  * directory, unless a process has it open for writing (-EBUSY) or @name is
- * another file by now (-ESTALE). Never replaces an existing @dest.
+ * another file by now (-ESTALE). With @size not UINT64_MAX, also -ESTALE
+ * unless the file is still @size bytes once no writer can change it: it was
+ * judged as it was. Never replaces an existing @dest.
  */
-int perfmap__move_aside(int dirfd, const char *name, int fd, const char *dest,
+int perfmap__move_aside(int dirfd, const char *name, int fd, uint64_t size, const char *dest,
 			struct perfmap_replace_result *res);
 
 /* ---- compaction (compact.c) ---- */

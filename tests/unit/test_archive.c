@@ -70,6 +70,15 @@ static void make_map(pid_t pid, int n, time_t age, struct stat *st)
 	assert_int_equal(stat(tu_map_path(maps, pid), st), 0);
 }
 
+static void append(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
 static int count_in(const char *dir, const char *prefix)
 {
 	struct dirent *de;
@@ -101,7 +110,7 @@ static void test_moves_compacts_and_leaves_nothing_staged(void **state)
 	ar = open_archive(1 << 20);
 	assert_non_null(ar);
 	make_map(100, 8, 0, &st);
-	assert_int_equal(archive__move(ar, 100, 4242, ARCHIVE_EXIT, st.st_dev, st.st_ino), 0);
+	assert_int_equal(archive__move(ar, 100, 4242, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
 	archive__flush(ar);
 	assert_int_equal(access(tu_map_path(maps, 100), F_OK), -1);
 	assert_true(archived(100));
@@ -125,14 +134,31 @@ static void test_refuses_another_file_and_a_drop_deletes(void **state)
 	make_map(101, 4, 0, &st);
 	make_map(102, 4, 0, &other);
 	/* Not the file the caller judged: left in place. */
-	assert_int_equal(archive__move(ar, 101, 1, ARCHIVE_EXEC, other.st_dev, other.st_ino),
+	assert_int_equal(archive__move(ar, 101, 1, ARCHIVE_EXEC, other.st_dev, other.st_ino, UINT64_MAX),
 			 -ESTALE);
 	assert_int_equal(access(tu_map_path(maps, 101), F_OK), 0);
-	assert_int_equal(archive__move(ar, 101, 1, ARCHIVE_DROP, st.st_dev, st.st_ino), 0);
+	assert_int_equal(archive__move(ar, 101, 1, ARCHIVE_DROP, st.st_dev, st.st_ino, UINT64_MAX), 0);
 	archive__flush(ar);
 	assert_int_equal(access(tu_map_path(maps, 101), F_OK), -1);
 	assert_false(archived(101));
 	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+}
+
+static void test_a_map_written_since_it_was_judged_stays(void **state)
+{
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	make_map(104, 4, 0, &st);
+	/* A line more than when it was judged: the move was for the file as it was. */
+	append(tu_map_path(maps, 104), "2000 10 new_line\n", 17);
+	assert_int_equal(archive__move(ar, 104, 1, ARCHIVE_DROP, st.st_dev, st.st_ino,
+				       (uint64_t)st.st_size), -ESTALE);
+	assert_int_equal(access(tu_map_path(maps, 104), F_OK), 0);
+	assert_int_equal(archive__move(ar, 104, 1, ARCHIVE_DROP, st.st_dev, st.st_ino,
+				       (uint64_t)st.st_size + 17), 0);
+	assert_int_equal(access(tu_map_path(maps, 104), F_OK), -1);
 }
 
 static void test_a_writer_keeps_its_map(void **state)
@@ -145,10 +171,10 @@ static void test_a_writer_keeps_its_map(void **state)
 	make_map(103, 4, 0, &st);
 	fd = open(tu_map_path(maps, 103), O_WRONLY | O_APPEND | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(archive__move(ar, 103, 1, ARCHIVE_EXIT, st.st_dev, st.st_ino), -EBUSY);
+	assert_int_equal(archive__move(ar, 103, 1, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), -EBUSY);
 	assert_int_equal(access(tu_map_path(maps, 103), F_OK), 0);
 	close(fd);
-	assert_int_equal(archive__move(ar, 103, 1, ARCHIVE_EXIT, st.st_dev, st.st_ino), 0);
+	assert_int_equal(archive__move(ar, 103, 1, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
 }
 
 static void test_quota_evicts_the_maps_written_longest_ago(void **state)
@@ -167,7 +193,7 @@ static void test_quota_evicts_the_maps_written_longest_ago(void **state)
 	for (pid = 200; pid < 206; pid++) {
 		/* Written 600, 500, ... 100 seconds ago, archived in that order. */
 		make_map(pid, 30, 600 - (pid - 200) * 100, &st);
-		assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino), 0);
+		assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
 		archive__flush(ar);
 	}
 	archive__usage(ar, &files, &bytes);
@@ -215,6 +241,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_moves_compacts_and_leaves_nothing_staged),
 		T(test_refuses_another_file_and_a_drop_deletes),
+		T(test_a_map_written_since_it_was_judged_stays),
 		T(test_a_writer_keeps_its_map),
 		T(test_quota_evicts_the_maps_written_longest_ago),
 		T(test_a_staged_map_is_finished_at_the_next_start),

@@ -34,6 +34,7 @@ static struct fake {
 	bool same_image;
 	bool taken[NPIDS];         /* another process holds the pid by now */
 	int busy;                  /* archive: -EBUSY this many more times */
+	int archive_err;           /* archive: fails with this, when not 0 */
 	int append_eagain;         /* copy_append: -EAGAIN this many more times */
 	uint64_t now;              /* the fake clock, CLOCK_BOOTTIME */
 	ino_t next_ino;
@@ -100,10 +101,11 @@ static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_re
 {
 	(void)ctx;
 	F.creates++;
-	if (F.map[rq->child].exists)
-		return -EEXIST;
+	/* In the real store's order: whose pid it is, then what is at the path. */
 	if (F.taken[rq->child])
 		return -ESRCH;
+	if (F.map[rq->child].exists)
+		return -EEXIST;
 	put_map(rq->child, rq->parent_map->size, span_at(F.now), ENTRIES_MAPPED);
 	res->kind = COPY_CREATED;
 	res->entries = 3;
@@ -115,6 +117,8 @@ static int fake_copy_append(void *ctx, const struct copy_req *rq, struct copy_re
 {
 	(void)ctx;
 	F.appends++;
+	if (F.taken[rq->child])
+		return -ESRCH;
 	if (F.append_eagain > 0) {
 		F.append_eagain--;
 		res->why = "ends in an unfinished line";
@@ -142,6 +146,8 @@ static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive
 		F.busy--;
 		return -EBUSY;
 	}
+	if (F.archive_err)
+		return F.archive_err;
 	F.map[pid].exists = false;
 	F.archived[pid] = 1 + why;
 	return 0;
@@ -919,6 +925,87 @@ static void test_identity_evidence_rewritten_and_too_late(void **state)
 	assert_int_equal(stats()->ambiguous_kept, 1);  /* born before, entries mapped */
 }
 
+static void test_exec_of_a_holder_new_to_the_table_leaves_nothing_to_expire(void **state)
+{
+	(void)state;
+	fork_at(37, 1, 1 * SEC, 0);
+	/* A's exit and B's fork were lost; B's new image made its map, then its exec was read. */
+	put_map(37, 100, (struct span){ EXEC_NS + 1000, EXEC_NS + 2000 }, ENTRIES_MAPPED);
+	F.execd[37] = EXEC_NS;
+	send(POLICY_EV_EXEC, 37, 0, 8 * SEC, 0, EXEC_NS, 0);
+	assert_true(F.map[37].exists);
+	assert_int_equal(policy__retained(P), 0);
+	tick(F.now + 700 * SEC);
+	assert_true(F.map[37].exists);
+	assert_int_equal(F.archive_calls, 0);
+}
+
+static void test_parents_map_from_before_its_exec_is_not_copied(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 3 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_created, 1);
+	/* The exec judges it the old image's, but it cannot be moved. */
+	F.map[10].entries = ENTRIES_UNMAPPED;
+	F.archive_err = -EPERM;
+	exec_at(10, 1 * SEC, EXEC_NS);
+	assert_true(F.map[10].exists);
+	/* The new image forks: the old image's entries are not its code. */
+	fork_at(12, 10, EXEC_NS + MS, 1 * SEC);
+	assert_false(F.map[12].exists);
+	assert_int_equal(stats()->copies_created, 1);
+}
+
+static void test_a_map_seen_appearing_stays_its_parents_own(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, (struct span){ 2 * SEC, 2 * SEC + MS }, ENTRIES_UNMAPPED);
+	policy__map_appeared(P, 10, F.now);
+	/* Lost changes later: the index can no longer say; its newest code was freed. */
+	F.map[10].mi.born = SPAN_UNKNOWN;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_true(F.map[11].exists);
+	assert_int_equal(F.entries_calls, 0);
+}
+
+static void test_a_scan_cut_short_ends_nobody(void **state)
+{
+	(void)state;
+	fork_at(50, 1, 1 * SEC, 0);
+	fork_at(51, 1, 2 * SEC, 0);
+	assert_true(policy__mark(P, 50, 1 * SEC / TICK));
+	policy__sweep(P, false, F.now);
+	assert_int_equal(policy__processes(P), 2);
+	/* The marks are gone: a full scan that marks nobody ends both. */
+	policy__sweep(P, true, F.now);
+	assert_int_equal(policy__processes(P), 0);
+}
+
+static void test_found_child_sharing_its_parents_image_proves_nothing(void **state)
+{
+	struct policy_event found = { .type = POLICY_EV_FOUND, .pid = 53, .ppid = 52,
+				      .start_ticks = 500, .start = span_of_ticks(500, TICK),
+				      .pstart = SPAN_UNKNOWN, .at = SPAN_UNKNOWN, .uid = 1000 };
+
+	(void)state;
+	fork_at(52, 1, 1 * SEC, 0);
+	put_map(53, 100, SPAN_UNKNOWN, ENTRIES_MAPPED);
+	F.same_image = true;
+	policy__event(P, &found, F.now);
+	assert_true(F.map[53].exists);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+	/* Another image than its parent's: its own mappings, its own map. */
+	F.same_image = false;
+	found.pid = 54;
+	put_map(54, 100, SPAN_UNKNOWN, ENTRIES_MAPPED);
+	policy__event(P, &found, F.now);
+	assert_int_equal(stats()->ambiguous_kept, 1);
+	assert_int_equal(stats()->by_mappings, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -960,6 +1047,11 @@ int main(void)
 		T(test_fork_child_sharing_its_parents_memory_proves_nothing),
 		T(test_a_map_seen_appearing_is_not_judged_again_by_a_listing),
 		T(test_identity_evidence_rewritten_and_too_late),
+		T(test_exec_of_a_holder_new_to_the_table_leaves_nothing_to_expire),
+		T(test_parents_map_from_before_its_exec_is_not_copied),
+		T(test_a_map_seen_appearing_stays_its_parents_own),
+		T(test_a_scan_cut_short_ends_nobody),
+		T(test_found_child_sharing_its_parents_image_proves_nothing),
 #undef T
 	};
 

@@ -97,6 +97,7 @@ static int load(struct events *ev, bool btf, unsigned int ringbuf_bytes)
 	bpf_program__set_autoload(s->progs.raw_fork, !btf);
 	bpf_program__set_autoload(s->progs.raw_exec, !btf);
 	bpf_program__set_autoload(s->progs.raw_exit, !btf);
+	s->rodata->exec_wakeup_ns = EXEC_WAKEUP_NS;
 	err = bpf_map__set_max_entries(s->maps.events, ringbuf_bytes);
 	if (!err)
 		err = perfmapd_bpf__load(s);

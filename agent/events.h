@@ -14,6 +14,14 @@ enum bpf_programs {
 	BPF_PROGS_RAW_TP,
 };
 
+/*
+ * An exec of a pid without a map wakes the agent at most this often
+ * (bpf/perfmapd.bpf.c, on_exec): often enough that most execs are read
+ * before their new image has made a map, rarely enough that an exec-heavy
+ * host does not pay a cross-CPU wake-up per exec.
+ */
+#define EXEC_WAKEUP_NS (10ull * 1000000)
+
 struct events_config {
 	unsigned int ringbuf_bytes;
 	enum bpf_programs programs;

@@ -15,11 +15,11 @@ struct {
 } events SEC(".maps");
 
 /*
- * Pids with a map at their path, kept by the agent. Only a fork about
- * them needs the agent at once (a fork of a map holder, a pid reused
- * under a stale map); the rest wait in the ring buffer for its next
- * wake-up, at most a timer tick, which saves a context switch per event on
- * a busy host. Every exec is urgent (on_exec).
+ * Pids with a map at their path, kept by the agent. Only a fork or an
+ * exec about them needs the agent at once (a fork of a map holder, a pid
+ * reused under a stale map, an old image's map); the rest wait in the ring
+ * buffer for its next wake-up, at most a timer tick, which saves a context
+ * switch per event on a busy host. Other execs: on_exec.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -48,6 +48,11 @@ static __always_inline bool has_map(__u32 pid)
 
 /* Events lost because the ring buffer was full; the agent resyncs when it grows. */
 __u64 dropped = 0;
+
+/* Set by the agent before load: the shortest time between two wake-ups for execs (on_exec). */
+const volatile __u64 exec_wakeup_ns = 10000000;
+/* When an exec last woke the agent; racing CPUs may both wake it, which is harmless. */
+__u64 exec_woke_ns = 0;
 
 /*
  * R(direct, src, a, b, ...) reads the field chain src->a->b. tp_btf programs
@@ -145,20 +150,27 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 }
 
 /*
- * Every exec wakes the agent: read at once, it is judged before the new
- * image's runtime has made its map, so that map needs no judging at all, and
- * the old image's map is moved before the new image can append to it. Execs
- * are far rarer than forks, and each costs hundreds of microseconds itself.
+ * An exec wakes the agent at once when the pid has a map (the old image's,
+ * to be moved before the new image can append to it), and otherwise at most
+ * once per exec_wakeup_ns: read at once, an exec is judged before the new
+ * image's runtime has made its map, which then needs no judging at all. A
+ * wake-up costs the exec'ing task a cross-CPU wake (about 50 us on a VM),
+ * which every exec of an exec-heavy host must not pay.
  */
 static __always_inline int on_exec(struct task_struct *t, bool direct)
 {
 	__u32 tgid = R(direct, t, tgid);
 	__u64 now = bpf_ktime_get_boot_ns();
+	bool mapped = has_map(tgid), urgent = mapped;
 
 	/* The same time as the event's: the agent compares the two. */
 	bpf_map_update_elem(&execs, &tgid, &now, BPF_ANY);
-	return emit(t, PERFMAPD_EV_EXEC, has_map(tgid) ? PERFMAPD_EVF_MAPPED : 0, NULL, true,
-		    now, direct);
+	if (!urgent && now - exec_woke_ns >= exec_wakeup_ns) {
+		exec_woke_ns = now;
+		urgent = true;
+	}
+	return emit(t, PERFMAPD_EV_EXEC, mapped ? PERFMAPD_EVF_MAPPED : 0, NULL, urgent, now,
+		    direct);
 }
 
 /*

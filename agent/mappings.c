@@ -150,8 +150,13 @@ enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t
 		free(starts);
 		return ENTRIES_NONE;
 	}
-	/* The mappings must be this process's, not a later holder's of the pid. */
-	if (!procfs_is(pid, start_ticks) || read_ranges(pid, &rs) || !procfs_is(pid, start_ticks))
+	/*
+	 * The mappings must be this process's, not a later holder's of the pid,
+	 * and whole: an exiting process lets its memory go, maybe while the list
+	 * is read, which then ends early. Not exiting after the read, it was whole.
+	 */
+	if (!procfs_is(pid, start_ticks) || read_ranges(pid, &rs) || !rs.n ||
+	    !procfs_is(pid, start_ticks))
 		goto free_all;
 	for (i = 0; i < n; i++)
 		mapped += in_ranges(&rs, starts[i]);

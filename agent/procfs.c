@@ -12,6 +12,9 @@
 
 #include "procfs.h"
 
+/* include/linux/sched.h: set at the start of do_exit(), before exit_mm(). */
+#define PF_EXITING 0x00000004
+
 static int read_small(const char *path, char *buf, size_t cap)
 {
 	ssize_t n;
@@ -43,6 +46,7 @@ static int parse_stat(const char *buf, struct proc_info *pi)
 		len = sizeof(pi->comm) - 1;
 	memcpy(pi->comm, open + 1, len);
 	pi->comm[len] = '\0';
+	pi->state = close[1] == ' ' ? close[2] : '?';
 	/* Field 3 (state) follows ") "; count fields from there. */
 	for (p = close + 2, field = 3; *p && field < 22; p++) {
 		if (*p != ' ')
@@ -50,6 +54,8 @@ static int parse_stat(const char *buf, struct proc_info *pi)
 		field++;
 		if (field == 4)
 			pi->ppid = (pid_t)strtol(p + 1, NULL, 10);
+		if (field == 9)
+			pi->flags = strtoul(p + 1, NULL, 10);
 		if (field == 22)
 			pi->start_ticks = strtoull(p + 1, NULL, 10);
 	}
@@ -116,8 +122,10 @@ bool procfs_is(pid_t pid, uint64_t start_ticks)
 	char path[64], buf[4096];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	/* PF_EXITING is set before an exit lets the memory go: not yet, and /proc/<pid>/maps was whole. */
 	return !read_small(path, buf, sizeof(buf)) && !parse_stat(buf, &pi) &&
-	       pi.start_ticks == start_ticks;
+	       pi.start_ticks == start_ticks && pi.state != 'Z' && pi.state != 'X' &&
+	       !(pi.flags & PF_EXITING);
 }
 
 bool procfs_pid_held(pid_t pid, uint64_t start_ticks)

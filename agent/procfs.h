@@ -10,6 +10,8 @@ struct proc_info {
 	pid_t pid;
 	pid_t ppid;
 	uint64_t start_ticks;  /* field 22 of /proc/<pid>/stat */
+	char state;            /* field 3: 'Z' or 'X' once it has exited */
+	unsigned long flags;   /* field 9: PF_EXITING from the start of its exit */
 	uid_t uid;             /* effective ids */
 	gid_t gid;
 	uint64_t mnt_ns;
@@ -19,7 +21,10 @@ struct proc_info {
 
 /* 0, -ENOENT when the process is gone, or -errno. */
 int procfs_read(pid_t pid, struct proc_info *pi);
-/* Is (@pid, @start_ticks) alive, the same process? */
+/*
+ * Is (@pid, @start_ticks) alive, the same process, and not exiting? A zombie
+ * is not, nor a process in its exit, whose memory may be going.
+ */
 bool procfs_is(pid_t pid, uint64_t start_ticks);
 /* Does a process other than (@pid, @start_ticks) hold @pid (0: any process)? */
 bool procfs_pid_held(pid_t pid, uint64_t start_ticks);

@@ -520,6 +520,26 @@ test_exit_archive() {
 	stop_agent || fail "exit_archive: perfmapd exited non-zero"
 }
 
+# JITs that write their map and exit at once, their exec read late: each map
+# stays for the retention. An exiting process's mappings are going away and
+# prove nothing (an early version archived such maps as an old image's).
+test_exit_fast() {
+	local d a pids=() pid kept=0 i
+	start_scenario exit-fast exit_fast || return
+	for i in $(seq 20); do
+		"$FORKJIT" --dir "$d" --entries 8 --prefix "fast$i" &
+		pid=$!
+		wait "$pid"
+		pids+=("$pid")
+	done
+	for pid in "${pids[@]}"; do
+		wait_for 10 grep -q "exit $pid " "$AGENT_LOG" && [ -f "$d/perf-$pid.map" ] && kept=$((kept + 1))
+	done
+	check "exit_fast: all 20 maps stay at their paths after their exits ($kept)" test "$kept" = 20
+	check "exit_fast: none was taken for an old image's" test "$(status_of "$d" exec_maps_archived)" = 0
+	stop_agent || fail "exit_fast: perfmapd exited non-zero"
+}
+
 # --dry-run decides and says so, and changes no file.
 test_dry_run() {
 	local d a out pid child made=0

@@ -62,6 +62,19 @@ static int parse_stat(const char *buf, struct proc_info *pi)
 	return field == 22 ? 0 : -EINVAL;
 }
 
+/* /proc/<pid>/stat, parsed into @pi; 0, -ENOENT when the process is gone, or -errno. */
+static int read_stat(pid_t pid, struct proc_info *pi)
+{
+	char path[64], buf[4096];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	err = read_small(path, buf, sizeof(buf));
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	return parse_stat(buf, pi);
+}
+
 static int parse_ids(const char *buf, struct proc_info *pi)
 {
 	unsigned int r, e;
@@ -97,11 +110,7 @@ int procfs_read(pid_t pid, struct proc_info *pi)
 
 	memset(pi, 0, sizeof(*pi));
 	pi->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	err = read_small(path, buf, sizeof(buf));
-	if (err)
-		return err == -ESRCH ? -ENOENT : err;
-	err = parse_stat(buf, pi);
+	err = read_stat(pid, pi);
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -119,22 +128,17 @@ int procfs_read(pid_t pid, struct proc_info *pi)
 bool procfs_is(pid_t pid, uint64_t start_ticks)
 {
 	struct proc_info pi;
-	char path[64], buf[4096];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	/* PF_EXITING is set before an exit lets the memory go: not yet, and /proc/<pid>/maps was whole. */
-	return !read_small(path, buf, sizeof(buf)) && !parse_stat(buf, &pi) &&
-	       pi.start_ticks == start_ticks && pi.state != 'Z' && pi.state != 'X' &&
+	return !read_stat(pid, &pi) && pi.start_ticks == start_ticks && pi.state != 'Z' && pi.state != 'X' &&
 	       !(pi.flags & PF_EXITING);
 }
 
 bool procfs_pid_held(pid_t pid, uint64_t start_ticks)
 {
 	struct proc_info pi;
-	char path[64], buf[4096];
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) || parse_stat(buf, &pi))
+	if (read_stat(pid, &pi))
 		return !start_ticks && (!kill(pid, 0) || errno != ESRCH);
 	return !start_ticks || pi.start_ticks != start_ticks;
 }

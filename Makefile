@@ -70,7 +70,10 @@ VMLINUX_H := $(BPF_DIR)/vmlinux.h
 BPF_OBJ := $(BPF_DIR)/perfmapd.bpf.o
 BPF_SKEL := $(BPF_DIR)/perfmapd.skel.h
 AGENTD := $(O)/perfmapd
-AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz)
+# The agent drops its capabilities with libcap-ng (see scripts/deps.sh for why).
+CAPNG_CFLAGS := $(shell pkg-config --cflags libcap-ng 2>/dev/null)
+CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
+AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(CAPNG_LIBS)
 
 LIBA := $(O)/libperfmap.a
 LIBSO_REAL := $(O)/libperfmap.so.$(VERSION)
@@ -95,7 +98,7 @@ $(O)/obj/perfmap/%.o: perfmap/%.c
 $(O)/obj/agent/%.o: agent/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CAPNG_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(O)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)

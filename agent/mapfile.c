@@ -16,6 +16,7 @@
 #include "mapfile.h"
 #include "mapname.h"
 #include "perfmap_tools.h"
+#include "privs.h"
 #include "procfs.h"
 
 #define COPY_READ_BUF (256u << 10)
@@ -198,8 +199,12 @@ int mapfile_create(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		res->why = "cannot be made: no unnamed file (O_TMPFILE) in the map directory";
 		goto close_parent;
 	}
-	/* The child's runtime must be able to append to it, and nobody else to read it. */
-	if (fchown(fd, rq->uid, rq->gid) || fchmod(fd, 0600)) {
+	/*
+	 * The child's runtime must be able to append to it, and nobody else to
+	 * read it. The mode first, while the file is still ours: changing it
+	 * after would take CAP_FOWNER for another reason than the link below.
+	 */
+	if (fchmod(fd, 0600) || fchown(fd, rq->uid, rq->gid)) {
 		err = -errno;
 		res->why = "cannot be given to the child's uid";
 		goto close_fd;
@@ -260,7 +265,10 @@ int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		err = -ESRCH;
 		goto close_parent;
 	}
+	/* The one write open of another uid's file: CAP_DAC_OVERRIDE for it alone. */
+	privs_override_begin();
 	fd = perfmap__open_map_at(dirfd, name, O_RDWR | O_APPEND, &oopts, &st);
+	privs_override_end();
 	if (fd < 0) {
 		err = fd;
 		res->why = perfmap_open_strerror(fd);

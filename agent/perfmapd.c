@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -22,6 +23,7 @@
 #include "mapwatch.h"
 #include "perfmap_tools.h"
 #include "policy.h"
+#include "privs.h"
 #include "procfs.h"
 #include "scan.h"
 #include "status.h"
@@ -460,6 +462,31 @@ close_loop:
 
 /* ---- start and stop ---- */
 
+/*
+ * Every queued archive job and every copy holds an fd, and a busy host has
+ * many maps: the soft limit (1024 by default, kept low for select(), which
+ * the agent does not use) goes up to the hard one. No capability needed.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur == rl.rlim_max) {
+		pr_debug("open files: limit %llu", (unsigned long long)rl.rlim_cur);
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		pr_warn("open files: cannot raise the soft limit to %llu: %s",
+			(unsigned long long)rl.rlim_max, strerror(errno));
+		return;
+	}
+	pr_debug("open files: soft limit raised to the hard limit, %llu",
+		 (unsigned long long)rl.rlim_max);
+}
+
 static int daemon_open(struct daemon *d)
 {
 	const struct archive_config acfg = {
@@ -476,18 +503,25 @@ static int daemon_open(struct daemon *d)
 		.max_map_bytes = d->cfg.max_map_bytes, .dry_run = d->cfg.dry_run,
 	};
 
+	int err;
+
 	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir);
 	if (!d->inst)
 		return -EBUSY;
-	d->ar = archive__open(&acfg);
-	if (!d->ar)
-		return -errno;
 	/* Watched before BPF attaches: a map made before any event is known. */
 	d->mw = mapwatch__open(d->cfg.map_dir, d->map_dir_fd);
 	if (!d->mw)
 		return -errno;
 	d->events = events__open(&d->cfg.events, on_event, d);
 	if (!d->events)
+		return -errno;
+	/* Nothing privileged is left to do but what the kept set allows. */
+	err = privs_drop();
+	if (err)
+		return err;
+	/* Its worker thread starts after the drop: capabilities are per thread. */
+	d->ar = archive__open(&acfg);
+	if (!d->ar)
 		return -errno;
 	d->store = store__new(&scfg, d->mw, d->events, d->ar);
 	if (!d->store)
@@ -531,6 +565,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &d.cfg))
 		return 2;
 	block_signals();
+	raise_fd_limit();
 	d.started_ns = clock_mono_ns();
 	d.self_mnt_ns = procfs_ns(0, "mnt");
 	d.self_pid_ns = procfs_ns(0, "pid");

@@ -11,10 +11,12 @@ set -eu
 # perfmapctl: json-c writes `status --json` (escaping and number formatting
 # are where hand-written JSON goes wrong; json-c is maintained and in Debian).
 # Agent: libbpf (with libelf and zlib) to load the BPF program, bpftool for
-# vmlinux.h and the skeleton. Integration tests: perf itself (linux-perf),
+# vmlinux.h and the skeleton; libcap-ng to drop every capability but the few it
+# keeps once BPF is attached (Debian's, small, and its API sets the bounding
+# and ambient sets as well as the usual three). Integration tests: perf itself (linux-perf),
 # python3 to read `perfmapctl status --json` back.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev bpftool linux-perf python3"
+libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3"
 
 missing=""
 for p in $PACKAGES; do

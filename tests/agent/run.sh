@@ -649,6 +649,72 @@ test_restart() {
 	stop_agent || fail "restart: perfmapd exited non-zero"
 }
 
+# The capability set docs/security.md (item 9) documents, as /proc/<pid>/status shows it.
+CAP_CHOWN=0 CAP_DAC_OVERRIDE=1 CAP_DAC_READ_SEARCH=2 CAP_FOWNER=3 CAP_SYS_PTRACE=19 CAP_LEASE=28
+CAPS_EFF=$(printf '%016x' $(( 1 << CAP_CHOWN | 1 << CAP_DAC_READ_SEARCH | 1 << CAP_FOWNER |
+	1 << CAP_SYS_PTRACE | 1 << CAP_LEASE )))
+CAPS_PRM=$(printf '%016x' $(( 0x$CAPS_EFF | 1 << CAP_DAC_OVERRIDE )))
+
+# task_caps_are STATUS_FILE: every capability line and NoNewPrivs as documented.
+task_caps_are() {
+	awk -v eff="$CAPS_EFF" -v prm="$CAPS_PRM" '
+		$1 == "CapInh:" { ok += $2 == "0000000000000000" }
+		$1 == "CapPrm:" { ok += $2 == prm }
+		$1 == "CapEff:" { ok += $2 == eff }
+		$1 == "CapBnd:" { ok += $2 == prm }
+		$1 == "CapAmb:" { ok += $2 == "0000000000000000" }
+		$1 == "NoNewPrivs:" { ok += $2 == "1" }
+		END { exit ok == 6 ? 0 : 1 }' "$1"
+}
+
+# Once BPF is attached the agent keeps only the documented capabilities, in
+# every thread, with no_new_privs; copies for another uid's children (one
+# made by the agent, one the child's runtime made first) still work.
+test_privileges() {
+	local d a t bad=0 out child pid_fj before owner
+	start_scenario privileges privileges || return
+	for t in /proc/"$AGENT_PID"/task/*; do
+		task_caps_are "$t/status" || { bad=$((bad + 1)); grep -E '^Cap|^NoNewPrivs' "$t/status"; }
+	done
+	check "privileges: every thread has CapEff $CAPS_EFF, CapPrm and CapBnd $CAPS_PRM, no inheritable or ambient, NoNewPrivs 1 ($(ls /proc/"$AGENT_PID"/task | wc -l) threads)" \
+		test "$bad" = 0
+	check "privileges: the log says what is kept" \
+		grep -q "privileges: keeping chown, dac_read_search, fowner, sys_ptrace, lease (dac_override permitted" "$AGENT_LOG"
+
+	# The agent makes the copies: O_TMPFILE, given to uid 65534, linked in.
+	out=$WORK/privileges.create.out
+	run_as nobody "$JITBIN" --dir "$d" --entries 100 --children 3 --wait-map-ms 10000 \
+		--print-pids --report >"$out" 2>&1
+	check "privileges: three children of uid 65534 got complete copies" grep -q "^complete 3/3" "$out" ||
+		cat "$out"
+	bad=0
+	for child in $(awk '/^child/ { print $2 }' "$out"); do
+		owner=$(stat -c '%u %a' "$d/perf-$child.map" 2>/dev/null)
+		[ "$owner" = "65534 600" ] || { bad=$((bad + 1)); say "  perf-$child.map: '$owner'"; }
+	done
+	check "privileges: each copy is owned by uid 65534, mode 0600" test "$bad" = 0
+
+	# The child's runtime writes first (the agent held): the agent appends to a file of uid 65534.
+	before=$(status_of "$d" copies_appended)
+	out=$WORK/privileges.append.out
+	kill -STOP "$AGENT_PID"
+	run_as nobody "$JITBIN" --dir "$d" --entries 50 --children 1 --child-writes own \
+		--wait-map-ms 10000 --print-pids >"$out" 2>&1 &
+	pid_fj=$!
+	wait_for 10 grep -q child "$out"
+	child=$(awk '/^child/ { print $2 }' "$out")
+	check "privileges: the child's runtime (uid 65534) made its own map first" \
+		wait_for 10 test -s "$d/perf-$child.map"
+	kill -CONT "$AGENT_PID"
+	check "privileges: the parent's entries were appended to the child's own map" wait "$pid_fj" ||
+		cat "$out"
+	check "privileges: copies_appended grew ($before -> $(status_of "$d" copies_appended))" \
+		status_ge "$d" copies_appended $((before + 1))
+	check "privileges: no copy failed and nothing was refused for want of a capability" \
+		eval '[ "$(status_of "$d" copies_failed)" = 0 ] && lacks "$AGENT_LOG" "Permission denied\|Operation not permitted\|cannot raise\|cannot lower"'
+	stop_agent || fail "privileges: perfmapd exited non-zero"
+}
+
 # ---- running them ----
 
 # Scenarios in the order defined here.

@@ -2,7 +2,7 @@
  * Least privilege. perfmapd needs CAP_BPF and CAP_PERFMON only to load and
  * attach its programs. After that, what it does to other users' files and
  * processes needs the kept set below, each found by trying the operation
- * without it (docs/security.md, "9. Least privilege"). Everything else goes,
+ * without it (docs/security.md, "Least privilege"). Everything else goes,
  * from every set, and no_new_privs keeps any exec from getting it back.
  */
 #include <cap-ng.h>

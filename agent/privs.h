@@ -1,4 +1,4 @@
-/* The capabilities perfmapd keeps once its BPF programs are attached (docs/security.md, item 9). */
+/* The capabilities perfmapd keeps once its BPF programs are attached (docs/security.md, "Least privilege"). */
 #ifndef PERFMAPD_PRIVS_H
 #define PERFMAPD_PRIVS_H
 

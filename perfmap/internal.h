@@ -95,6 +95,8 @@ void perfmap__reader_init(struct perfmap_reader *r, int fd, char *buf,
 /* table.c: the entry last covering @addr, short names included, or -1. */
 long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr);
 int perfmap__table_paint(struct perfmap_table *t);
+/* The memory @t holds now and will hold at its peak, painted and counted. */
+size_t perfmap__table_bytes(const struct perfmap_table *t);
 /* START, END (exclusive) and name of entry @i, in the order added. */
 void perfmap__table_entry(const struct perfmap_table *t, size_t i,
 			  uint64_t *start, uint64_t *end, const char **name,

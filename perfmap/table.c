@@ -116,6 +116,14 @@ int perfmap_table__load(struct perfmap_table *t, struct perfmap_reader *r)
 	return err;
 }
 
+size_t perfmap__table_bytes(const struct perfmap_table *t)
+{
+	/* Painting adds segments (two at most) and kept bytes per entry; stats two indices more. */
+	size_t per_painted = 2 * sizeof(struct seg) + sizeof(uint64_t) + 2 * sizeof(size_t);
+
+	return t->cap * sizeof(*t->ents) + t->names_cap + t->n * per_painted;
+}
+
 size_t perfmap_table__count(const struct perfmap_table *t)
 {
 	return t ? t->n : 0;

@@ -87,15 +87,24 @@ int perfmap__move_aside(int dirfd, const char *name, int fd, uint64_t size, cons
 
 struct perfmap_compact_job {
 	uint64_t max_bytes;                  /* in: read at most this much; 0 default */
+	uint64_t max_table_bytes;            /* in: bound on the table's memory; 0: none */
+	bool uncompacted;                    /* out: copied as it was, in whole lines */
 	struct perfmap_reader_stats read;    /* out */
-	struct perfmap_table_stats table;    /* out */
+	struct perfmap_table_stats table;    /* out (uncompacted: entries and lines_out) */
 };
 
 /*
  * A perfmap_fill_fn: the canonical form of all of @src_fd into @out_fd.
  * -EFBIG when the map is larger than @job->max_bytes: a prefix would lose the rest.
+ * A map whose table would need more than @job->max_table_bytes is copied
+ * as it is instead (perfmap__stream_fill(), from offset 0), @job->uncompacted.
  */
 int perfmap__compact_fill(int src_fd, int out_fd, void *job);
+/*
+ * A perfmap_fill_fn in bounded memory: the entries of @src_fd as they are
+ * (canonical lines, not sorted or merged), up to @job->max_bytes in whole lines.
+ */
+int perfmap__stream_fill(int src_fd, int out_fd, void *job);
 
 /* ---- what the two tools agree on (units.c, runpaths.c) ---- */
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
+#include "perfmap_tools.h"
 #include "testutil.h"
 
 /* The canonical form of @in, and its stats. Caller frees. */
@@ -254,6 +255,47 @@ static void test_table_api_errors(void **state)
 	perfmap_table__free(NULL);
 }
 
+/* perfmap__compact_fill() on @in with a bound on the table; the output in @out (caller frees). */
+static int fill(const char *in, uint64_t max_table, struct perfmap_compact_job *job, char **out)
+{
+	int src = memfd_create("src", MFD_CLOEXEC), dst = memfd_create("dst", MFD_CLOEXEC);
+	off_t end;
+	int err;
+
+	assert_true(src >= 0 && dst >= 0);
+	assert_int_equal(write(src, in, strlen(in)), (ssize_t)strlen(in));
+	assert_int_equal(lseek(src, 0, SEEK_SET), 0);
+	memset(job, 0, sizeof(*job));
+	job->max_table_bytes = max_table;
+	err = perfmap__compact_fill(src, dst, job);
+	end = lseek(dst, 0, SEEK_END);
+	*out = calloc(1, (size_t)end + 1);
+	assert_int_equal(pread(dst, *out, (size_t)end, 0), end);
+	close(src);
+	close(dst);
+	return err;
+}
+
+static void test_a_table_over_its_bound_is_streamed_as_it_is(void **state)
+{
+	const char *in = "2000 10 second\n1000 10 first\n1000 10 first\n";
+	struct perfmap_compact_job job;
+	char *out;
+
+	(void)state;
+	/* Unbounded: sorted, the twin dropped. */
+	assert_int_equal(fill(in, 0, &job, &out), 0);
+	assert_false(job.uncompacted);
+	assert_string_equal(out, "1000 10 first\n2000 10 second\n");
+	free(out);
+	/* Bounded below one entry's room: every line as it was, whole, from the start. */
+	assert_int_equal(fill(in, 16, &job, &out), 0);
+	assert_true(job.uncompacted);
+	assert_string_equal(out, in);
+	assert_int_equal(job.table.entries, 3);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_short_names_and_cleanup),
 		cmocka_unit_test(test_model_check),
 		cmocka_unit_test(test_table_api_errors),
+		cmocka_unit_test(test_a_table_over_its_bound_is_streamed_as_it_is),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,7 +191,11 @@ static void count_archived(struct policy *p, enum archive_reason why)
 	}
 }
 
-/* Move @mi out of @pid's path; 0, -EBUSY (open for writing), -ESTALE (another file now) or -errno. */
+/*
+ * Move @mi out of @pid's path; 0, -EBUSY (open for writing), -EAGAIN (the
+ * archive's queue is full: left in place, counted there), -ESTALE (another
+ * file now) or -errno. -EBUSY and -EAGAIN both mean: not now, try again.
+ */
 static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		     const struct map_info *mi, unsigned int flags)
 {
@@ -367,12 +371,17 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,
 		pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
 	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, ARCHIVE_F_AS_JUDGED);
-	if (err == -EBUSY) {
-		/* Its earlier holder is gone: the writer is the new one, taking it. */
+	if (err == -EBUSY || err == -EAGAIN) {
+		/*
+		 * Its earlier holder is gone: a writer is the new one, taking it.
+		 * With the archive's queue full, the new holder's runtime may
+		 * append before a retry: kept for it, nothing lost.
+		 */
 		p->stats.ambiguous_kept++;
 		own_map(pr, &mi);
-		pr_info("%s %d (%s): %s/perf-%d.map is open for writing: kept for it", what,
-			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid);
+		pr_info("%s %d (%s): %s/perf-%d.map %s: kept for it", what, (int)pr->tgid, pr->comm,
+			p->cfg.map_dir, (int)pr->tgid, err == -EBUSY ? "is open for writing" :
+			"cannot be archived now (the archive's queue is full)");
 	}
 }
 
@@ -621,9 +630,10 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH | ARCHIVE_F_AS_JUDGED);
 	/*
 	 * Still open for writing: the exec's own close of the old image's fd
-	 * may not be done. Try again shortly, on the same evidence (on_due).
+	 * may not be done; or the archive's queue is full. Try again shortly,
+	 * on the same evidence (on_due).
 	 */
-	if (err == -EBUSY) {
+	if (err == -EBUSY || err == -EAGAIN) {
 		struct retained r = { .pid = pr->tgid, .start_ticks = pr->start_ticks,
 				      .reason = why, .dev = mi.dev, .ino = mi.ino, .size = mi.size,
 				      .seen_ns = mi.seen_ns };
@@ -680,12 +690,12 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 	}
 	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi,
 			e->kind == RETAIN_MOVE ? ARCHIVE_F_AS_JUDGED : 0);
-	if (err != -EBUSY)
+	if (err != -EBUSY && err != -EAGAIN)
 		return RETAIN_DONE;
 	if (e->kind == RETAIN_EXITED)
-		pr_info("archive %s/perf-%d.map: still open for writing; trying again in %llu s",
-			p->cfg.map_dir, (int)e->pid,
-			(unsigned long long)(RETRY_EXITED_NS / 1000000000));
+		pr_info("archive %s/perf-%d.map: %s; trying again in %llu s", p->cfg.map_dir,
+			(int)e->pid, err == -EBUSY ? "still open for writing" :
+			"the archive's queue is full", (unsigned long long)(RETRY_EXITED_NS / 1000000000));
 	return RETAIN_BUSY;
 }
 
@@ -694,7 +704,7 @@ static void on_gave_up(void *ctx, const struct retained *e)
 	struct policy *p = ctx;
 
 	p->stats.ambiguous_kept++;
-	pr_warn("exec %d: %s/perf-%d.map stays open for writing (the new image took it?); left in place",
+	pr_warn("exec %d: %s/perf-%d.map could not be moved in time (open for writing: the new image took it? or the archive's queue full); left in place",
 		(int)e->pid, p->cfg.map_dir, (int)e->pid);
 }
 

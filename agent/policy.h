@@ -145,7 +145,8 @@ struct mapstore_ops {
 	/*
 	 * Move the map at @pid's path, which must still be @expect (-ESTALE), out
 	 * of the way: into the archive, or deleted for ARCHIVE_DROP. -EBUSY while
-	 * a process has it open for writing.
+	 * a process has it open for writing, -EAGAIN while the archive's queue
+	 * is full (left in place either way).
 	 */
 	int (*archive)(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		       const struct map_info *expect, unsigned int flags);

@@ -50,7 +50,7 @@ size_t retention__count(const struct retention *r, enum retain_kind kind);
 /* What the caller's attempt at a due entry came to. */
 enum retain_result {
 	RETAIN_DONE,      /* moved, or nothing left to move: forget it */
-	RETAIN_BUSY,      /* open for writing: the rules say when to try again */
+	RETAIN_BUSY,      /* open for writing, or the archive full: the rules say when to try again */
 };
 
 struct retention_cb {

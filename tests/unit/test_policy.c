@@ -35,6 +35,7 @@ static struct fake {
 	bool taken[NPIDS];         /* another process holds the pid by now */
 	int busy;                  /* archive: -EBUSY this many more times */
 	int archive_err;           /* archive: fails with this, when not 0 */
+	int full;                  /* archive: -EAGAIN (queue full) this many more times */
 	int append_eagain;         /* copy_append: -EAGAIN this many more times */
 	uint64_t now;              /* the fake clock, CLOCK_BOOTTIME */
 	ino_t next_ino;
@@ -145,6 +146,10 @@ static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive
 	if (F.busy > 0) {
 		F.busy--;
 		return -EBUSY;
+	}
+	if (F.full > 0) {
+		F.full--;
+		return -EAGAIN;
 	}
 	if (F.archive_err)
 		return F.archive_err;
@@ -630,6 +635,40 @@ static void test_exit_busy_map_waits_ten_seconds_more(void **state)
 	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
 }
 
+static void test_exit_map_waits_while_the_archive_is_full(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	F.full = 2;  /* the archive's queue is full: not moved, tried again */
+	tick(due);
+	assert_true(F.map[30].exists);
+	assert_int_equal(policy__retained(P), 1);
+	tick(due + 10 * SEC);
+	assert_true(F.map[30].exists);
+	tick(due + 20 * SEC);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(policy__retained(P), 0);
+	assert_int_equal(stats()->busy_deferred, 0);
+}
+
+static void test_exec_move_is_retried_while_the_archive_is_full(void **state)
+{
+	(void)state;
+	fork_at(20, 1, 1 * SEC, 0);
+	put_map(20, 500, born_span(BORN_BEFORE), ENTRIES_UNMAPPED);
+	F.full = 1;
+	exec_at(20, 1 * SEC, EXEC_NS);
+	assert_true(F.map[20].exists);
+	tick(policy__next_deadline(P));
+	assert_int_equal(F.archived[20], 1 + ARCHIVE_EXEC);
+	assert_int_equal(stats()->exec_archived, 1);
+}
+
 static void test_exit_of_a_map_made_after_it_is_not_retained(void **state)
 {
 	(void)state;
@@ -1029,6 +1068,8 @@ int main(void)
 		T(test_exec_busy_for_good_is_left_to_the_new_image),
 		T(test_exit_keeps_the_map_for_the_retention_then_archives),
 		T(test_exit_busy_map_waits_ten_seconds_more),
+		T(test_exit_map_waits_while_the_archive_is_full),
+		T(test_exec_move_is_retried_while_the_archive_is_full),
 		T(test_exit_of_a_map_made_after_it_is_not_retained),
 		T(test_orphan_map_is_retained_unless_its_pid_lives),
 		T(test_reuse_archives_the_earlier_processs_untouched_map),

@@ -2,14 +2,16 @@
  * The archive. perf report and samply read /tmp/perf-<pid>.map after the
  * process is gone, so a map stays at its path for --retention (retention.c);
  * then it is moved aside in the map directory (a rename: never copied under
- * a writer), compacted into --archive-dir, and the archive is held under
- * --archive-max-bytes by evicting the oldest. The staged name carries the
- * archive name, so a move a crash interrupted is finished at the next start.
+ * a writer) to a random name, recorded in the journal (archive_journal.c),
+ * compacted into --archive-dir (archive_file.c), and the archive is held
+ * under --archive-max-bytes, fairly between users (archive_quota.c).
  *
  * Compacting a large map takes long (100 ms for 100k entries), and a fork
  * must not wait behind it: the move is done in the event loop, so that the
  * path is free before the event that needs it returns, and the compaction
- * and quota run in one worker thread, from the moved file's fd.
+ * and quota run in one worker thread. The worker's queue is bounded and its
+ * jobs hold no fd: the worker reopens each staged map by name and checks it
+ * is the file recorded, so a user's many maps cost the agent no fds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,29 +20,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive.h"
+#include "archive_file.h"
+#include "archive_journal.h"
+#include "archive_quota.h"
 #include "clock.h"
 #include "log.h"
 #include "mapname.h"
 #include "perfmap_tools.h"
 
+#define STAGED_RANDOM_HEX 32
+#define STAGED_LEN (sizeof(ARCHIVE_STAGE_PREFIX) - 1 + STAGED_RANDOM_HEX + 4)
+#define STAGE_TRIES 4
+
 struct archive_job {
 	struct archive_job *next;
-	int fd;                       /* the moved-aside map */
-	char staged[128];             /* its name in the map directory */
+	struct staged_rec rec;        /* the staged map: reopened by name, checked by identity */
 };
 
 struct archive {
 	struct archive_config cfg;
 	struct archive_stats stats;   /* atomic: the worker counts, status reads */
+	int dir_fd;                   /* --archive-dir */
+	int journal_fd;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct archive_job *head, **tail;
-	bool stop, started, busy;
+	unsigned int queued;
+	bool stop, started, busy, paused;
+	bool full_said;               /* the queue's being full is logged once per time */
 };
 
 static void count(uint64_t *counter)
@@ -70,141 +83,132 @@ static void archive_name(pid_t pid, uint64_t start_ticks, enum archive_reason wh
 	}
 }
 
-/* ---- the quota ---- */
-
-struct archived_file {
-	char name[256];
-	off_t size;
-	struct timespec mtime;
-};
-
-static int by_age(const void *x, const void *y)
+/* ".perfmapd.<32 hex digits from getrandom()>.map": nobody can make it first but by chance. */
+static int staged_name(char *buf, size_t len)
 {
-	const struct archived_file *a = x, *b = y;
+	unsigned char rnd[STAGED_RANDOM_HEX / 2];
+	char hex[STAGED_RANDOM_HEX + 1];
+	size_t i;
 
-	if (a->mtime.tv_sec != b->mtime.tv_sec)
-		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-/* Every archived map, oldest first. */
-static ssize_t archive_list(int dfd, struct archived_file **out)
-{
-	struct archived_file *v = NULL, *nv;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int fd;
-
-	fd = dup(dfd);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return -errno;
-	}
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "perf-", 5) ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		v[n].size = st.st_size;
-		v[n].mtime = st.st_mtim;
-		n++;
-	}
-	closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), by_age);
-	*out = v;
-	return n;
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(buf, len, ARCHIVE_STAGE_PREFIX "%s.map", hex);
+	return 0;
 }
 
-/* Count the archive; with @evict, delete the oldest maps until it is under the quota. */
-static void archive_scan(struct archive *ar, bool evict, uint64_t *files, uint64_t *bytes)
+static bool staged_name_ok(const char *name)
 {
-	struct archived_file *v = NULL;
-	uint64_t total = 0;
-	ssize_t n, i, kept;
-	int dfd;
+	size_t i, pre = sizeof(ARCHIVE_STAGE_PREFIX) - 1;
 
-	*files = *bytes = 0;
-	dfd = open(ar->cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return;
-	n = archive_list(dfd, &v);
-	kept = n > 0 ? n : 0;
-	for (i = 0; i < n; i++)
-		total += v[i].size;
-	for (i = 0; evict && i < n && total > ar->cfg.max_bytes; i++) {
-		if (unlinkat(dfd, v[i].name, 0))
-			continue;
-		total -= v[i].size;
-		kept--;
-		count(&ar->stats.evicted);
-		pr_info("archive: evicted %s (%lld bytes, oldest) to stay under %llu bytes",
-			v[i].name, (long long)v[i].size, (unsigned long long)ar->cfg.max_bytes);
-	}
-	*files = kept;
-	*bytes = total;
-	free(v);
-	close(dfd);
+	if (strlen(name) != STAGED_LEN || strncmp(name, ARCHIVE_STAGE_PREFIX, pre) ||
+	    strcmp(name + pre + STAGED_RANDOM_HEX, ".map"))
+		return false;
+	for (i = pre; i < pre + STAGED_RANDOM_HEX; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	return true;
 }
 
 void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes)
 {
-	archive_scan(ar, false, files, bytes);
+	struct quota_result q;
+
+	quota__apply(ar->dir_fd, ar->cfg.dir, 0, &q);
+	*files = q.files;
+	*bytes = q.bytes;
 }
 
 void archive__stats(struct archive *ar, struct archive_stats *out)
 {
-	out->archived = __atomic_load_n(&ar->stats.archived, __ATOMIC_RELAXED);
-	out->evicted = __atomic_load_n(&ar->stats.evicted, __ATOMIC_RELAXED);
-	out->failed = __atomic_load_n(&ar->stats.failed, __ATOMIC_RELAXED);
+	const struct archive_stats *s = &ar->stats;
+
+	out->archived = __atomic_load_n(&s->archived, __ATOMIC_RELAXED);
+	out->evicted = __atomic_load_n(&s->evicted, __ATOMIC_RELAXED);
+	out->failed = __atomic_load_n(&s->failed, __ATOMIC_RELAXED);
+	out->deferred = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
+	out->uncompacted = __atomic_load_n(&s->uncompacted, __ATOMIC_RELAXED);
 }
 
 /* ---- the worker ---- */
 
-/* Compact the moved-aside map open as @fd into the archive, then drop the staged name. */
-static int store(struct archive *ar, int fd, const char *staged, const char *name)
+/* The staged map @rec names, if it is still the file the agent moved aside. */
+static int open_staged(struct archive *ar, const struct staged_rec *rec, struct stat *st)
 {
-	struct perfmap_compact_job job = { .max_bytes = ar->cfg.max_map_bytes };
-	struct perfmap_replace_result res;
-	uint64_t files, bytes;
-	char path[4096];
+	int fd;
+
+	/* Its owner may have linked it elsewhere; the identity is what counts, not the links. */
+	fd = openat(ar->cfg.map_dir_fd, rec->staged,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_dev != rec->dev ||
+	    st->st_ino != rec->ino || st->st_uid != rec->uid) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* The staged map is gone or another file: nothing of the agent's is left to finish. */
+static void lost_staged(struct archive *ar, const struct staged_rec *rec, int err)
+{
+	journal__remove(ar->journal_fd, rec->staged);
+	if (err == -ESTALE) {
+		count(&ar->stats.staged_refused);
+		pr_warn("archive %s/%s: not the file the agent moved aside (replaced by its owner?); left alone",
+			ar->cfg.map_dir, rec->staged);
+		return;
+	}
+	count(&ar->stats.failed);
+	pr_warn("archive %s/%s: %s; its map is not archived", ar->cfg.map_dir, rec->staged,
+		err == -ENOENT ? "removed by its owner after the move" : strerror(-err));
+}
+
+/* Write the staged map @rec names into the archive, then drop it and its record. */
+static int store(struct archive *ar, const struct staged_rec *rec)
+{
+	struct archive_file_req rq = {
+		.dir = ar->cfg.dir, .dir_fd = ar->dir_fd, .name = rec->name,
+		.uid = rec->uid, .gid = rec->gid, .max_map_bytes = ar->cfg.max_map_bytes,
+		.max_table_bytes = ar->cfg.max_table_bytes,
+	};
+	struct archive_file_res res;
+	struct quota_result q;
 	struct stat st;
 	int err;
 
-	snprintf(path, sizeof(path), "%s/%s", ar->cfg.dir, name);
-	err = perfmap__write_atomic(path, fd, perfmap__compact_fill, &job, &res);
+	rq.src_fd = open_staged(ar, rec, &st);
+	if (rq.src_fd < 0) {
+		lost_staged(ar, rec, rq.src_fd);
+		return rq.src_fd;
+	}
+	rq.src_size = (uint64_t)st.st_size;
+	err = archive_file__write(&rq, &res);
+	close(rq.src_fd);
 	if (err) {
-		pr_err("archive %s/%s -> %s: %s; left at %s/%s", ar->cfg.map_dir, staged, path,
-		       err == -EFBIG ? "larger than --max-map-bytes" : strerror(-err),
-		       ar->cfg.map_dir, staged);
+		pr_err("archive %s/%s -> %s/%s: %s: %s; left at %s/%s for the next start",
+		       ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, res.why,
+		       strerror(-err), ar->cfg.map_dir, rec->staged);
 		count(&ar->stats.failed);
 		return err;
 	}
-	/* The archive's age is the map's: the quota evicts the maps written longest ago. */
-	if (!fstat(fd, &st)) {
-		const struct timespec times[2] = { st.st_atim, st.st_mtim };
-
-		utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
-	}
-	unlinkat(ar->cfg.map_dir_fd, staged, 0);
+	unlinkat(ar->cfg.map_dir_fd, rec->staged, 0);
+	journal__remove(ar->journal_fd, rec->staged);
 	count(&ar->stats.archived);
-	pr_info("archive: %s/%s -> %s (%lu entries -> %lu lines)", ar->cfg.map_dir,
-		staged, path, (unsigned long)job.table.entries,
-		(unsigned long)job.table.lines_out);
-	archive_scan(ar, true, &files, &bytes);
+	if (res.uncompacted) {
+		count(&ar->stats.uncompacted);
+		pr_warn("archive: %s/%s -> %s/%s (%llu bytes, %lu entries) stored uncompacted: %s",
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, res.name,
+			(unsigned long long)st.st_size, res.entries, res.uncompacted);
+	} else {
+		pr_info("archive: %s/%s -> %s/%s (%lu entries -> %lu lines)", ar->cfg.map_dir,
+			rec->staged, ar->cfg.dir, res.name, res.entries, res.lines);
+	}
+	if (!quota__apply(ar->dir_fd, ar->cfg.dir, ar->cfg.max_bytes, &q))
+		__atomic_fetch_add(&ar->stats.evicted, q.evicted, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -215,7 +219,7 @@ static void *archiver_main(void *arg)
 
 	pthread_mutex_lock(&ar->lock);
 	for (;;) {
-		while (!ar->head && !ar->stop)
+		while ((!ar->head || ar->paused) && !ar->stop)
 			pthread_cond_wait(&ar->cond, &ar->lock);
 		if (ar->stop)
 			break;
@@ -223,11 +227,11 @@ static void *archiver_main(void *arg)
 		ar->head = job->next;
 		if (!ar->head)
 			ar->tail = &ar->head;
+		ar->queued--;
 		ar->busy = true;
 		pthread_mutex_unlock(&ar->lock);
 
-		store(ar, job->fd, job->staged, job->staged + strlen(ARCHIVE_STAGE_PREFIX));
-		close(job->fd);
+		store(ar, &job->rec);
 		free(job);
 
 		pthread_mutex_lock(&ar->lock);
@@ -238,24 +242,41 @@ static void *archiver_main(void *arg)
 	return NULL;
 }
 
-/* Hand a moved-aside map to the worker; it owns @fd from here. */
-static void enqueue(struct archive *ar, int fd, const char *staged)
+/* Hand a staged map to the worker; left staged (the next start finishes it) if that fails. */
+static void enqueue(struct archive *ar, const struct staged_rec *rec)
 {
 	struct archive_job *job = calloc(1, sizeof(*job));
 
 	if (!job) {
-		/* Left staged: the next start archives it. */
-		close(fd);
 		count(&ar->stats.failed);
 		return;
 	}
-	job->fd = fd;
-	snprintf(job->staged, sizeof(job->staged), "%s", staged);
+	job->rec = *rec;
 	pthread_mutex_lock(&ar->lock);
 	*ar->tail = job;
 	ar->tail = &job->next;
+	ar->queued++;
 	pthread_cond_signal(&ar->cond);
 	pthread_mutex_unlock(&ar->lock);
+}
+
+/* Is the worker's queue full? Only the event loop adds: it can but shrink after. */
+static bool queue_full(struct archive *ar)
+{
+	unsigned int max = ar->cfg.max_queue ? ar->cfg.max_queue : ARCHIVE_QUEUE_MAX;
+	bool full;
+
+	pthread_mutex_lock(&ar->lock);
+	full = ar->queued >= max;
+	if (!full)
+		ar->full_said = false;
+	pthread_mutex_unlock(&ar->lock);
+	if (full && !ar->full_said) {
+		ar->full_said = true;
+		pr_warn("archive: %u maps wait for the archiving thread; further maps stay at their paths and are tried again later",
+			max);
+	}
+	return full;
 }
 
 void archive__flush(struct archive *ar)
@@ -265,6 +286,16 @@ void archive__flush(struct archive *ar)
 		pthread_cond_wait(&ar->cond, &ar->lock);
 	pthread_mutex_unlock(&ar->lock);
 }
+
+void archive__pause(struct archive *ar, bool paused)
+{
+	pthread_mutex_lock(&ar->lock);
+	ar->paused = paused;
+	pthread_cond_broadcast(&ar->cond);
+	pthread_mutex_unlock(&ar->lock);
+}
+
+/* ---- opening ---- */
 
 static int make_dir(const char *dir)
 {
@@ -296,32 +327,88 @@ fail:
 	return -errno;
 }
 
+/* Files the worker was writing when the agent stopped: never linked to a name, never complete. */
+static void remove_temporaries(struct archive *ar)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(ar->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ARCHIVE_TMP_PREFIX, strlen(ARCHIVE_TMP_PREFIX)))
+			unlinkat(ar->dir_fd, de->d_name, 0);
+	closedir(d);
+}
+
+/* A record whose staged map is gone: the agent died after storing it, before forgetting it. */
+static void forget_finished(const struct staged_rec *rec, void *ctx)
+{
+	struct archive *ar = ctx;
+	struct stat st;
+
+	if (fstatat(ar->cfg.map_dir_fd, rec->staged, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
+		journal__remove(ar->journal_fd, rec->staged);
+}
+
+static int open_dirs(struct archive *ar)
+{
+	int err;
+
+	err = make_dir(ar->cfg.dir);
+	if (err)
+		return err;
+	ar->dir_fd = open(ar->cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ar->dir_fd < 0) {
+		pr_err("archive %s: %s", ar->cfg.dir, strerror(errno));
+		return -errno;
+	}
+	ar->journal_fd = journal__open(ar->cfg.dir, ar->cfg.map_dir);
+	if (ar->journal_fd < 0) {
+		pr_err("archive %s: cannot open the journal of staged maps: %s", ar->cfg.dir,
+		       strerror(-ar->journal_fd));
+		return ar->journal_fd;
+	}
+	remove_temporaries(ar);
+	journal__for_each(ar->journal_fd, forget_finished, ar);
+	return 0;
+}
+
 struct archive *archive__open(const struct archive_config *cfg)
 {
 	struct archive *ar;
 	int err;
 
-	err = make_dir(cfg->dir);
-	if (err)
-		goto fail;
 	ar = calloc(1, sizeof(*ar));
 	if (!ar) {
-		err = -ENOMEM;
-		goto fail;
+		errno = ENOMEM;
+		return NULL;
 	}
 	ar->cfg = *cfg;
+	if (!ar->cfg.max_table_bytes)
+		ar->cfg.max_table_bytes = ARCHIVE_TABLE_MAX_BYTES;
+	ar->dir_fd = ar->journal_fd = -1;
 	ar->tail = &ar->head;
 	pthread_mutex_init(&ar->lock, NULL);
 	pthread_cond_init(&ar->cond, NULL);
+	err = open_dirs(ar);
+	if (err)
+		goto free_ar;
 	if (pthread_create(&ar->thread, NULL, archiver_main, ar)) {
 		pr_err("archive %s: cannot start the archiving thread", cfg->dir);
-		archive__free(ar);
 		err = -EAGAIN;
-		goto fail;
+		goto free_ar;
 	}
 	ar->started = true;
 	return ar;
-fail:
+free_ar:
+	archive__free(ar);
 	errno = -err;
 	return NULL;
 }
@@ -337,14 +424,17 @@ void archive__free(struct archive *ar)
 		ar->stop = true;
 		pthread_cond_broadcast(&ar->cond);
 		pthread_mutex_unlock(&ar->lock);
-		/* The job in hand finishes; queued ones stay staged for the next start. */
+		/* The job in hand finishes; queued ones stay staged, recorded, for the next start. */
 		pthread_join(ar->thread, NULL);
 	}
 	for (job = ar->head; job; job = next) {
 		next = job->next;
-		close(job->fd);
 		free(job);
 	}
+	if (ar->journal_fd >= 0)
+		close(ar->journal_fd);
+	if (ar->dir_fd >= 0)
+		close(ar->dir_fd);
 	pthread_cond_destroy(&ar->cond);
 	pthread_mutex_destroy(&ar->lock);
 	free(ar);
@@ -352,13 +442,41 @@ void archive__free(struct archive *ar)
 
 /* ---- moving aside ---- */
 
+/*
+ * Rename @name, open as @fd, to a fresh random name, recorded first (unless
+ * @drop) so that a crash after the rename leaves a staged map the next start
+ * trusts. A file squatting the name (only by chance) costs another name.
+ */
+static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bool drop,
+		 struct staged_rec *rec, struct perfmap_replace_result *res)
+{
+	int err = -EEXIST, tries;
+
+	for (tries = 0; err == -EEXIST && tries < STAGE_TRIES; tries++) {
+		err = staged_name(rec->staged, sizeof(rec->staged));
+		if (!err && !drop)
+			err = journal__add(ar->journal_fd, rec);
+		if (err) {
+			res->why = "cannot record the move in the archive's journal";
+			return err;
+		}
+		err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, size, rec->staged, res);
+		/* Put back but for the name: the file is staged, and its record stays with it. */
+		if (err == -EBUSY && res->kept[0])
+			return err;
+		if (err && !drop)
+			journal__remove(ar->journal_fd, rec->staged);
+	}
+	return err;
+}
 
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
-	char name[32], aname[96], staged[128];
+	struct staged_rec rec = { 0 };
+	char name[32];
 	struct stat st;
 	int fd, err;
 
@@ -374,9 +492,17 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 		err = -ESTALE;
 		goto close_fd;
 	}
-	archive_name(pid, start_ticks, why, aname, sizeof(aname));
-	snprintf(staged, sizeof(staged), ARCHIVE_STAGE_PREFIX "%s", aname);
-	err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, size, staged, &res);
+	if (why != ARCHIVE_DROP && queue_full(ar)) {
+		count(&ar->stats.deferred);
+		err = -EAGAIN;
+		goto close_fd;
+	}
+	archive_name(pid, start_ticks, why, rec.name, sizeof(rec.name));
+	rec.dev = st.st_dev;
+	rec.ino = st.st_ino;
+	rec.uid = st.st_uid;
+	rec.gid = st.st_gid;
+	err = stage(ar, name, fd, size, why == ARCHIVE_DROP, &rec, &res);
 	if (err == -EBUSY && res.kept[0]) {
 		/* A writer came while it was moved, and the name could not be given back. */
 		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",
@@ -394,32 +520,47 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 		goto close_fd;
 	}
 	if (why == ARCHIVE_DROP) {
-		unlinkat(ar->cfg.map_dir_fd, staged, 0);
+		unlinkat(ar->cfg.map_dir_fd, rec.staged, 0);
 		pr_info("exec %d: removed %s/%s (%s)", (int)pid, ar->cfg.map_dir, name,
 			archive_reason_str(why));
 		goto close_fd;
 	}
 	pr_info("archive %s/%s: %s; moved aside to %s", ar->cfg.map_dir, name, archive_reason_str(why),
-		staged);
-	enqueue(ar, fd, staged);
-	return 0;
+		rec.staged);
+	enqueue(ar, &rec);
 close_fd:
 	close(fd);
 	return err;
 }
 
-void archive__finish_staged(struct archive *ar, const char *staged)
+/* Not a staged map of the agent's: logged (once per start: later listings skip such names), counted. */
+static void refuse_staged(struct archive *ar, const char *name, const char *why)
 {
-	PERFMAP_OPTS(perfmap_open_opts, oopts);
-	struct stat st;
-	int fd;
+	char shown[128];
 
-	fd = perfmap__open_map_at(ar->cfg.map_dir_fd, staged, O_RDONLY, &oopts, &st);
-	if (fd < 0) {
-		pr_warn("archive %s/%s: %s; left in place", ar->cfg.map_dir, staged,
-			perfmap_open_strerror(fd));
+	snprintf(shown, sizeof(shown), "%s", name);
+	log_printable(shown, sizeof(shown));
+	count(&ar->stats.staged_refused);
+	pr_warn("archive %s/%s: named like a staged map, but %s; left alone", ar->cfg.map_dir,
+		shown, why);
+}
+
+void archive__finish_staged(struct archive *ar, const char *name)
+{
+	struct staged_rec rec;
+	struct stat st;
+
+	if (!staged_name_ok(name) || journal__get(ar->journal_fd, name, &rec)) {
+		refuse_staged(ar, name, "the agent has no record of making it");
 		return;
 	}
-	pr_info("archive %s/%s: moved aside before a restart; finishing", ar->cfg.map_dir, staged);
-	enqueue(ar, fd, staged);
+	if (fstatat(ar->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+	    st.st_dev != rec.dev || st.st_ino != rec.ino || st.st_uid != rec.uid) {
+		journal__remove(ar->journal_fd, name);
+		refuse_staged(ar, name, "it is not the file the agent moved aside");
+		return;
+	}
+	pr_info("archive %s/%s: moved aside before a restart; finishing", ar->cfg.map_dir, name);
+	/* Beyond the queue's bound: these are few, recorded, and hold no fd. */
+	enqueue(ar, &rec);
 }

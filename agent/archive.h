@@ -1,7 +1,7 @@
 /*
  * The archive: maps moved out of the map directory, compacted into
- * --archive-dir under --archive-max-bytes. The move is done at once; the
- * compaction and the quota in a worker thread.
+ * --archive-dir under --archive-max-bytes, fairly between users. The move is
+ * done at once; the compaction and the quota in a worker thread.
  */
 #ifndef PERFMAPD_ARCHIVE_H
 #define PERFMAPD_ARCHIVE_H
@@ -12,27 +12,44 @@
 
 #include "policy.h"
 
-/* Staged name prefix in the map directory: ".perfmapd.<archive name>". */
+/*
+ * Staged name in the map directory: ".perfmapd.<32 random hex digits>.map".
+ * Nobody can guess it before the move; the journal (archive_journal.h) says
+ * which staged files the agent made.
+ */
 #define ARCHIVE_STAGE_PREFIX ".perfmapd."
+
+/* Maps queued for the worker at most; a move beyond waits in place (-EAGAIN). */
+#define ARCHIVE_QUEUE_MAX 256
+/* The compaction's table at most; a map needing more is stored as it is. */
+#define ARCHIVE_TABLE_MAX_BYTES (64ull << 20)
 
 struct archive_config {
 	const char *map_dir;
 	int map_dir_fd;
 	const char *dir;              /* --archive-dir */
-	uint64_t max_bytes;           /* the quota; the maps written longest ago go first */
-	uint64_t max_map_bytes;       /* larger maps are not compacted */
+	uint64_t max_bytes;           /* the quota: the largest user's oldest go first */
+	uint64_t max_map_bytes;       /* at most this much of a map is stored */
+	unsigned int max_queue;       /* 0: ARCHIVE_QUEUE_MAX */
+	uint64_t max_table_bytes;     /* 0: ARCHIVE_TABLE_MAX_BYTES */
 };
 
-/* Counted by the worker; read at any time. */
+/* Counted by the worker and the event loop; read at any time. */
 struct archive_stats {
 	uint64_t archived;
 	uint64_t evicted;
 	uint64_t failed;              /* left staged in the map directory */
+	uint64_t deferred;            /* the queue was full: left at its path, tried again later */
+	uint64_t staged_refused;      /* named like a staged map, not one the agent made: left alone */
+	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
 };
 
 struct archive;
 
-/* Create or check the directory (ours, writable by nobody else) and start the worker. */
+/*
+ * Create or check the directory (ours, writable by nobody else), open its
+ * journal of staged maps, and start the worker.
+ */
 struct archive *archive__open(const struct archive_config *cfg);
 /* Stop the worker after the map in hand; queued ones stay staged for the next start. */
 void archive__free(struct archive *ar);
@@ -42,14 +59,21 @@ void archive__free(struct archive *ar);
  * @size is UINT64_MAX, @size bytes long (-ESTALE), out of
  * the map directory, never under a writer (-EBUSY), then have it compacted
  * into the archive as perf-<pid>-<start>[-<reason>].map; ARCHIVE_DROP
- * deletes it instead.
+ * deletes it instead. -EAGAIN, the map left in place, while the worker's
+ * queue is full.
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size);
-/* Finish a move a crash interrupted: @name is a staged map in the map directory. */
+/*
+ * At start, a file named ARCHIVE_STAGE_PREFIX... in the map directory:
+ * finish the move a crash interrupted if the journal says the agent made
+ * it (name, device, inode, owner); else leave it alone, logged and counted.
+ */
 void archive__finish_staged(struct archive *ar, const char *name);
 /* Wait until every queued map is stored. */
 void archive__flush(struct archive *ar);
+/* Hold the worker before its next map, or let it go on (tests: a queue that stays full). */
+void archive__pause(struct archive *ar, bool paused);
 
 void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes);
 void archive__stats(struct archive *ar, struct archive_stats *out);

@@ -126,9 +126,12 @@ int scan_maps(const struct scan_env *env, bool startup)
 		return -errno;
 	rewinddir(d);
 	while ((de = readdir(d))) {
-		/* Later, a staged map is the archiving thread's, in hand. */
-		if (!strncmp(de->d_name, ARCHIVE_STAGE_PREFIX "perf-",
-			     strlen(ARCHIVE_STAGE_PREFIX "perf-"))) {
+		/*
+		 * At start, the archive finishes the staged maps its journal
+		 * knows and leaves alone any other file named like one; later,
+		 * a staged map is the archiving thread's, in hand.
+		 */
+		if (!strncmp(de->d_name, ARCHIVE_STAGE_PREFIX, strlen(ARCHIVE_STAGE_PREFIX))) {
 			if (startup && !env->dry_run)
 				archive__finish_staged(env->ar, de->d_name);
 			continue;

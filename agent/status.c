@@ -121,6 +121,9 @@ static void report_archive(struct report *r, const struct status_sources *src)
 	u64(r, "archive_max_bytes", src->archive_max_bytes);
 	u64(r, "archive_evicted", as.evicted);
 	u64(r, "archive_failed", as.failed);
+	u64(r, "archive_deferred", as.deferred);
+	u64(r, "archive_staged_refused", as.staged_refused);
+	u64(r, "archive_uncompacted", as.uncompacted);
 }
 
 size_t status_text(const struct status_sources *src, char *buf, size_t len)

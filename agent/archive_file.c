@@ -1,0 +1,126 @@
+/*
+ * Writing one archived map. The file is made under a temporary name in the
+ * archive directory and linked to its name with RENAME_NOREPLACE: an archive
+ * already there is never replaced (a crash, a pid's second map in the same
+ * millisecond); the next free name "<name>-dupN.map" is taken instead.
+ * Its mtime is the time the agent wrote it, never the map's: the quota
+ * orders by it, and the map's mtime is its owner's to choose.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "archive_file.h"
+#include "perfmap_tools.h"
+
+#define MAX_DUPS 1000
+
+/* The contents, compacted unless the map is past @max_map_bytes or too large to hold. */
+static int fill(const struct archive_file_req *rq, int out_fd, struct archive_file_res *res)
+{
+	struct perfmap_compact_job job = { .max_bytes = rq->max_map_bytes,
+					   .max_table_bytes = rq->max_table_bytes };
+	int err;
+
+	/*
+	 * The policy moves no map over --max-map-bytes: one over it now was
+	 * written to by its owner after the move. Its first bytes are kept.
+	 */
+	if (rq->max_map_bytes && rq->src_size > rq->max_map_bytes) {
+		err = perfmap__stream_fill(rq->src_fd, out_fd, &job);
+		res->uncompacted = "written to after it was moved aside, past --max-map-bytes: its first --max-map-bytes kept";
+	} else {
+		err = perfmap__compact_fill(rq->src_fd, out_fd, &job);
+		if (job.uncompacted)
+			res->uncompacted = "too many entries to compact in the table's memory bound";
+	}
+	if (err == -EFBIG) {
+		/* Grown while being read: the same as above. */
+		if (ftruncate(out_fd, 0) || lseek(out_fd, 0, SEEK_SET) || lseek(rq->src_fd, 0, SEEK_SET))
+			return -errno;
+		err = perfmap__stream_fill(rq->src_fd, out_fd, &job);
+		res->uncompacted = "written to after it was moved aside, past --max-map-bytes: its first --max-map-bytes kept";
+	}
+	res->entries = (unsigned long)job.table.entries;
+	res->lines = (unsigned long)job.table.lines_out;
+	return err;
+}
+
+/* "perf-1-2.map" -> "perf-1-2-dup3.map". */
+static void dup_name(const char *name, unsigned int n, char *buf, size_t len)
+{
+	size_t stem = strlen(name);
+
+	if (stem > 4 && !strcmp(name + stem - 4, ".map"))
+		stem -= 4;
+	snprintf(buf, len, "%.*s-dup%u.map", (int)stem, name, n);
+}
+
+/* Give @tmp its name, or the first free one after it; never replace a file. */
+static int place(int dfd, const char *tmp, const char *name, struct archive_file_res *res)
+{
+	unsigned int n;
+	int err = 0;
+
+	snprintf(res->name, sizeof(res->name), "%s", name);
+	for (n = 2; n < MAX_DUPS; n++) {
+		if (!renameat2(dfd, tmp, dfd, res->name, RENAME_NOREPLACE))
+			return 0;
+		err = -errno;
+		/* A file system without RENAME_NOREPLACE: a link fails just the same on a name taken. */
+		if (err == -EINVAL && !linkat(dfd, tmp, dfd, res->name, 0)) {
+			unlinkat(dfd, tmp, 0);
+			return 0;
+		}
+		if (err == -EINVAL)
+			err = -errno;
+		if (err != -EEXIST)
+			return err;
+		dup_name(name, n, res->name, sizeof(res->name));
+	}
+	return -EEXIST;
+}
+
+int archive_file__write(const struct archive_file_req *rq, struct archive_file_res *res)
+{
+	char path[4096], *tmp;
+	int fd, err;
+
+	memset(res, 0, sizeof(*res));
+	if ((size_t)snprintf(path, sizeof(path), "%s/" ARCHIVE_TMP_PREFIX "XXXXXX", rq->dir) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	tmp = strrchr(path, '/') + 1;
+	/* O_EXCL underneath, in a directory that is root's alone. */
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		res->why = "cannot create a temporary file in the archive";
+		return -errno;
+	}
+	err = fill(rq, fd, res);
+	if (err) {
+		res->why = "cannot read or write it";
+		goto unlink_tmp;
+	}
+	/* The owner's share: the quota counts a user's maps by the file's uid. */
+	if (fchown(fd, rq->uid, rq->gid)) {
+		err = -errno;
+		res->why = "cannot give it its owner's uid";
+		goto unlink_tmp;
+	}
+	err = place(rq->dir_fd, tmp, rq->name, res);
+	if (err) {
+		res->why = "cannot link it to a free name";
+		goto unlink_tmp;
+	}
+	close(fd);
+	return 0;
+unlink_tmp:
+	close(fd);
+	unlinkat(rq->dir_fd, tmp, 0);
+	return err;
+}

@@ -1,0 +1,35 @@
+/*
+ * The journal of staged maps: for each map the agent moved aside in the map
+ * directory, which file it was (name, device, inode, owner) and the archive
+ * name it is for, kept where only root writes, so that after a restart the
+ * agent finishes only the moves it made.
+ */
+#ifndef PERFMAPD_ARCHIVE_JOURNAL_H
+#define PERFMAPD_ARCHIVE_JOURNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct staged_rec {
+	char staged[64];   /* its name in the map directory */
+	char name[96];     /* its archive name */
+	dev_t dev;
+	ino_t ino;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * The journal of the agent for @map_dir, a directory inside @archive_dir
+ * (made 0700 if absent): its fd, or -errno.
+ */
+int journal__open(const char *archive_dir, const char *map_dir);
+/* Record @r, atomically (a whole record or none); 0 or -errno. */
+int journal__add(int jfd, const struct staged_rec *r);
+/* The record of @staged: 0, -ENOENT when there is none, -EINVAL when it is unreadable. */
+int journal__get(int jfd, const char *staged, struct staged_rec *r);
+void journal__remove(int jfd, const char *staged);
+/* Call @fn for every record; @fn may remove the one it is given. */
+int journal__for_each(int jfd, void (*fn)(const struct staged_rec *r, void *ctx), void *ctx);
+
+#endif /* PERFMAPD_ARCHIVE_JOURNAL_H */

@@ -13,14 +13,12 @@
  * jobs hold no fd: the worker reopens each staged map by name and checks it
  * is the file recorded, so a user's many maps cost the agent no fds.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,8 +31,6 @@
 #include "mapname.h"
 #include "perfmap_tools.h"
 
-#define STAGED_RANDOM_HEX 32
-#define STAGED_LEN (sizeof(ARCHIVE_STAGE_PREFIX) - 1 + STAGED_RANDOM_HEX + 4)
 #define STAGE_TRIES 4
 
 struct archive_job {
@@ -81,34 +77,6 @@ static void archive_name(pid_t pid, uint64_t start_ticks, enum archive_reason wh
 		else
 			snprintf(buf, len, "perf-%d-exited%llu.map", (int)pid, ms);
 	}
-}
-
-/* ".perfmapd.<32 hex digits from getrandom()>.map": nobody can make it first but by chance. */
-static int staged_name(char *buf, size_t len)
-{
-	unsigned char rnd[STAGED_RANDOM_HEX / 2];
-	char hex[STAGED_RANDOM_HEX + 1];
-	size_t i;
-
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return -errno;
-	for (i = 0; i < sizeof(rnd); i++)
-		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(buf, len, ARCHIVE_STAGE_PREFIX "%s.map", hex);
-	return 0;
-}
-
-static bool staged_name_ok(const char *name)
-{
-	size_t i, pre = sizeof(ARCHIVE_STAGE_PREFIX) - 1;
-
-	if (strlen(name) != STAGED_LEN || strncmp(name, ARCHIVE_STAGE_PREFIX, pre) ||
-	    strcmp(name + pre + STAGED_RANDOM_HEX, ".map"))
-		return false;
-	for (i = pre; i < pre + STAGED_RANDOM_HEX; i++)
-		if (!strchr("0123456789abcdef", name[i]))
-			return false;
-	return true;
 }
 
 void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes)
@@ -297,56 +265,6 @@ void archive__pause(struct archive *ar, bool paused)
 
 /* ---- opening ---- */
 
-static int make_dir(const char *dir)
-{
-	char path[4096], *p;
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s", dir);
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			goto fail;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) && errno != EEXIST)
-		goto fail;
-	if (lstat(path, &st))
-		goto fail;
-	/* Others able to write here could plant links among the archives we delete. */
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		pr_err("archive %s: must be a directory owned by uid %u and writable by no one else",
-		       dir, (unsigned int)geteuid());
-		return -EPERM;
-	}
-	return 0;
-fail:
-	pr_err("archive %s: %s", dir, strerror(errno));
-	return -errno;
-}
-
-/* Files the worker was writing when the agent stopped: never linked to a name, never complete. */
-static void remove_temporaries(struct archive *ar)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	fd = openat(ar->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, ARCHIVE_TMP_PREFIX, strlen(ARCHIVE_TMP_PREFIX)))
-			unlinkat(ar->dir_fd, de->d_name, 0);
-	closedir(d);
-}
-
 /* A record whose staged map is gone: the agent died after storing it, before forgetting it. */
 static void forget_finished(const struct staged_rec *rec, void *ctx)
 {
@@ -361,7 +279,7 @@ static int open_dirs(struct archive *ar)
 {
 	int err;
 
-	err = make_dir(ar->cfg.dir);
+	err = archive_dir__make(ar->cfg.dir);
 	if (err)
 		return err;
 	ar->dir_fd = open(ar->cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -375,7 +293,7 @@ static int open_dirs(struct archive *ar)
 		       strerror(-ar->journal_fd));
 		return ar->journal_fd;
 	}
-	remove_temporaries(ar);
+	archive_dir__remove_temporaries(ar->dir_fd);
 	journal__for_each(ar->journal_fd, forget_finished, ar);
 	return 0;
 }
@@ -453,7 +371,7 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 	int err = -EEXIST, tries;
 
 	for (tries = 0; err == -EEXIST && tries < STAGE_TRIES; tries++) {
-		err = staged_name(rec->staged, sizeof(rec->staged));
+		err = journal__new_name(rec->staged, sizeof(rec->staged));
 		if (!err && !drop)
 			err = journal__add(ar->journal_fd, rec);
 		if (err) {
@@ -550,7 +468,7 @@ void archive__finish_staged(struct archive *ar, const char *name)
 	struct staged_rec rec;
 	struct stat st;
 
-	if (!staged_name_ok(name) || journal__get(ar->journal_fd, name, &rec)) {
+	if (!journal__name_ok(name) || journal__get(ar->journal_fd, name, &rec)) {
 		refuse_staged(ar, name, "the agent has no record of making it");
 		return;
 	}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "archive_journal.h"
 #include "policy.h"
 
 /*
@@ -17,7 +18,7 @@
  * Nobody can guess it before the move; the journal (archive_journal.h) says
  * which staged files the agent made.
  */
-#define ARCHIVE_STAGE_PREFIX ".perfmapd."
+#define ARCHIVE_STAGE_PREFIX STAGE_PREFIX
 
 /* Maps queued for the worker at most; a move beyond waits in place (-EAGAIN). */
 #define ARCHIVE_QUEUE_MAX 256

@@ -5,7 +5,9 @@
  * millisecond); the next free name "<name>-dupN.map" is taken instead.
  * Its mtime is the time the agent wrote it, never the map's: the quota
  * orders by it, and the map's mtime is its owner's to choose.
+ * Also the archive directory itself: made ours, cleared of half-written files.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "archive_file.h"
+#include "log.h"
 #include "perfmap_tools.h"
 
 #define MAX_DUPS 1000
@@ -123,4 +126,56 @@ unlink_tmp:
 	close(fd);
 	unlinkat(rq->dir_fd, tmp, 0);
 	return err;
+}
+
+/* ---- the directory ---- */
+
+int archive_dir__make(const char *dir)
+{
+	char path[4096], *p;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			goto fail;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		goto fail;
+	if (lstat(path, &st))
+		goto fail;
+	/* Others able to write here could plant links among the archives we delete. */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		pr_err("archive %s: must be a directory owned by uid %u and writable by no one else",
+		       dir, (unsigned int)geteuid());
+		return -EPERM;
+	}
+	return 0;
+fail:
+	pr_err("archive %s: %s", dir, strerror(errno));
+	return -errno;
+}
+
+/* Files the worker was writing when the agent stopped: never linked to a name, never complete. */
+void archive_dir__remove_temporaries(int dir_fd)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ARCHIVE_TMP_PREFIX, strlen(ARCHIVE_TMP_PREFIX)))
+			unlinkat(dir_fd, de->d_name, 0);
+	closedir(d);
 }

@@ -1,7 +1,8 @@
 /*
  * One archived map: the staged map's contents, compacted in bounded memory
  * (or as they were, when too many to compact), written under a name that
- * replaces nothing, owned by the map's uid, dated by the agent's clock.
+ * replaces nothing, owned by the map's uid, dated by the agent's clock;
+ * and the directory they are in.
  */
 #ifndef PERFMAPD_ARCHIVE_FILE_H
 #define PERFMAPD_ARCHIVE_FILE_H
@@ -33,5 +34,10 @@ struct archive_file_res {
 };
 
 int archive_file__write(const struct archive_file_req *rq, struct archive_file_res *res);
+
+/* Create or check @dir: ours (the effective uid's), writable by no one else; 0 or -errno. */
+int archive_dir__make(const char *dir);
+/* Remove what archive_file__write() left half-written when the agent stopped. */
+void archive_dir__remove_temporaries(int dir_fd);
 
 #endif /* PERFMAPD_ARCHIVE_FILE_H */

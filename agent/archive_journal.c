@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +24,37 @@
 #include "perfmap_tools.h"
 
 #define REC_MAX 512
+#define STAGED_RANDOM_HEX 32
+#define STAGED_LEN (sizeof(STAGE_PREFIX) - 1 + STAGED_RANDOM_HEX + 4)
 #define TMP_PREFIX ".tmp-"
+
+/* ".perfmapd.<32 hex digits from getrandom()>.map": nobody can make it first but by chance. */
+int journal__new_name(char *buf, size_t len)
+{
+	unsigned char rnd[STAGED_RANDOM_HEX / 2];
+	char hex[STAGED_RANDOM_HEX + 1];
+	size_t i;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -errno;
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(buf, len, STAGE_PREFIX "%s.map", hex);
+	return 0;
+}
+
+bool journal__name_ok(const char *name)
+{
+	size_t i, pre = sizeof(STAGE_PREFIX) - 1;
+
+	if (strlen(name) != STAGED_LEN || strncmp(name, STAGE_PREFIX, pre) ||
+	    strcmp(name + pre + STAGED_RANDOM_HEX, ".map"))
+		return false;
+	for (i = pre; i < pre + STAGED_RANDOM_HEX; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	return true;
+}
 
 /* ".staged-<id>", the id perfmap__run_paths() gives the map directory's lock. */
 static int journal_dir_name(const char *map_dir, char *buf, size_t len)

@@ -7,8 +7,18 @@
 #ifndef PERFMAPD_ARCHIVE_JOURNAL_H
 #define PERFMAPD_ARCHIVE_JOURNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* Every staged map's name begins so (the scan at start looks at all such names). */
+#define STAGE_PREFIX ".perfmapd."
+
+/* A fresh staged name, ".perfmapd.<32 hex digits from getrandom()>.map"; 0 or -errno. */
+int journal__new_name(char *buf, size_t len);
+/* Is @name of that form? Nothing else is ever looked up in the journal. */
+bool journal__name_ok(const char *name);
 
 struct staged_rec {
 	char staged[64];   /* its name in the map directory */

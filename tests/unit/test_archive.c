@@ -331,6 +331,26 @@ static void test_a_planted_staged_file_is_left_alone(void **state)
 	free(text);
 }
 
+static void test_squatted_staged_names_do_not_stop_a_move(void **state)
+{
+	char path[4096 + 64];
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	/* Every name the staged map had before: the victim's pid and start ticks read from /proc. */
+	snprintf(path, sizeof(path), "%s/.perfmapd.perf-315-7.map", maps);
+	tu_write(path, "1000 10 squatter\n", 17);
+	snprintf(path, sizeof(path), "%s/.perfmapd.perf-315-7-exec1.map", maps);
+	tu_write(path, "1000 10 squatter\n", 17);
+	make_map(315, 4, 0, &st);
+	assert_int_equal(archive__move(ar, 315, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_true(archived(315));
+	assert_int_equal(access(tu_map_path(maps, 315), F_OK), -1);
+	assert_int_equal(count_in(maps, ".perfmapd."), 2);
+}
+
 static void test_a_staged_map_replaced_by_its_owner_is_refused(void **state)
 {
 	char staged[4096 + 300], elsewhere[4096 + 64];
@@ -544,6 +564,7 @@ int main(void)
 		T(test_quota_evicts_the_maps_archived_longest_ago),
 		T(test_a_staged_map_is_finished_at_the_next_start),
 		T(test_a_planted_staged_file_is_left_alone),
+		T(test_squatted_staged_names_do_not_stop_a_move),
 		T(test_a_staged_map_replaced_by_its_owner_is_refused),
 		T(test_an_archive_is_never_replaced),
 		T(test_the_queue_is_bounded_and_holds_no_fd),

@@ -31,23 +31,26 @@ static int read_small(const char *path, char *buf, size_t cap)
 	return 0;
 }
 
-/* "pid (comm) state ppid ... starttime": comm may hold spaces and ')'. */
-static int parse_stat(const char *buf, struct proc_info *pi)
+/*
+ * "pid (comm) state ppid ... starttime": comm may hold spaces, parentheses
+ * and newlines, but the fields after it hold no ')'; the last one ends it.
+ */
+int procfs_parse_stat(const char *buf, struct proc_info *pi)
 {
 	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	const char *p;
 	size_t len;
 	int field;
 
-	if (!open || !close || close < open)
+	/* Field 3 (state) follows ") ": without both, the fields are not there. */
+	if (!open || !close || close < open || close[1] != ' ' || !close[2])
 		return -EINVAL;
 	len = close - open - 1;
 	if (len >= sizeof(pi->comm))
 		len = sizeof(pi->comm) - 1;
 	memcpy(pi->comm, open + 1, len);
 	pi->comm[len] = '\0';
-	pi->state = close[1] == ' ' ? close[2] : '?';
-	/* Field 3 (state) follows ") "; count fields from there. */
+	pi->state = close[2];
 	for (p = close + 2, field = 3; *p && field < 22; p++) {
 		if (*p != ' ')
 			continue;
@@ -72,10 +75,11 @@ static int read_stat(pid_t pid, struct proc_info *pi)
 	err = read_small(path, buf, sizeof(buf));
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
-	return parse_stat(buf, pi);
+	return procfs_parse_stat(buf, pi);
 }
 
-static int parse_ids(const char *buf, struct proc_info *pi)
+/* The effective ids from the "Uid:" and "Gid:" lines of /proc/<pid>/status. */
+int procfs_parse_status(const char *buf, struct proc_info *pi)
 {
 	unsigned int r, e;
 	const char *p;
@@ -117,7 +121,7 @@ int procfs_read(pid_t pid, struct proc_info *pi)
 	err = read_small(path, buf, sizeof(buf));
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
-	err = parse_ids(buf, pi);
+	err = procfs_parse_status(buf, pi);
 	if (err)
 		return err;
 	pi->mnt_ns = procfs_ns(pid, "mnt");

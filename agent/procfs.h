@@ -19,6 +19,14 @@ struct proc_info {
 	char comm[16];
 };
 
+/*
+ * The parsers of /proc text, without system calls (the fuzzers drive them):
+ * @buf is NUL-terminated; 0 or -EINVAL; pi->comm is NUL-terminated, cut at
+ * 15 bytes, and not escaped.
+ */
+int procfs_parse_stat(const char *buf, struct proc_info *pi);
+int procfs_parse_status(const char *buf, struct proc_info *pi);
+
 /* 0, -ENOENT when the process is gone, or -errno. */
 int procfs_read(pid_t pid, struct proc_info *pi);
 /*

@@ -24,43 +24,88 @@
 
 #define MAX_RANGES (1u << 16)
 
-struct ranges {
-	uint64_t (*r)[2];
-	size_t n, cap;
-};
+/* Up to 16 hex digits at *@p, advanced past them; false without one or past 64 bits. */
+static bool parse_hex(const char **p, const char *end, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int d;
 
-/* /proc/<pid>/maps, sorted as the kernel lists it; -E2BIG past MAX_RANGES. */
+	for (; s < end && s - *p < 17; s++) {
+		d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (s == *p || s - *p > 16)
+		return false;
+	*p = s;
+	*out = v;
+	return true;
+}
+
+int mappings_parse_line(const char *line, size_t len, uint64_t *lo, uint64_t *hi)
+{
+	const char *p = line, *end = line + len;
+
+	/* "lo-hi perms offset dev inode path", lower-case hex as the kernel prints it. */
+	if (!parse_hex(&p, end, lo) || p == end || *p++ != '-' || !parse_hex(&p, end, hi))
+		return -EINVAL;
+	if (p < end && *p != ' ' && *p != '\n')
+		return -EINVAL;
+	return *lo < *hi ? 0 : -EINVAL;
+}
+
+int ranges__add(struct ranges *rs, uint64_t lo, uint64_t hi)
+{
+	void *nr;
+
+	/* The search needs the kernel's order: anything else is not a list to judge by. */
+	if (lo >= hi || (rs->n && lo < rs->r[rs->n - 1][1]))
+		return -EINVAL;
+	if (rs->n == rs->cap) {
+		if (rs->cap >= MAX_RANGES)
+			return -E2BIG;
+		nr = realloc(rs->r, (rs->cap ? rs->cap * 2 : 256) * sizeof(*rs->r));
+		if (!nr)
+			return -ENOMEM;
+		rs->r = nr;
+		rs->cap = rs->cap ? rs->cap * 2 : 256;
+	}
+	rs->r[rs->n][0] = lo;
+	rs->r[rs->n][1] = hi;
+	rs->n++;
+	return 0;
+}
+
+void ranges__release(struct ranges *rs)
+{
+	if (!rs)
+		return;
+	free(rs->r);
+	rs->r = NULL;
+	rs->n = rs->cap = 0;
+}
+
+/*
+ * /proc/<pid>/maps, as the kernel lists it; -E2BIG past MAX_RANGES, -EINVAL
+ * for a line out of order or not a mapping: the verdict is then unknown.
+ */
 static int read_ranges(pid_t pid, struct ranges *rs)
 {
 	char path[64], line[512];
-	unsigned long long lo, hi;
+	uint64_t lo, hi;
 	FILE *f;
-	void *nr;
 	int err = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx-%llx", &lo, &hi) != 2)
-			continue;
-		if (rs->n == rs->cap) {
-			if (rs->cap >= MAX_RANGES) {
-				err = -E2BIG;
-				break;
-			}
-			rs->cap = rs->cap ? rs->cap * 2 : 256;
-			nr = realloc(rs->r, rs->cap * sizeof(*rs->r));
-			if (!nr) {
-				err = -ENOMEM;
-				break;
-			}
-			rs->r = nr;
-		}
-		rs->r[rs->n][0] = lo;
-		rs->r[rs->n][1] = hi;
-		rs->n++;
+	while (!err && fgets(line, sizeof(line), f)) {
+		err = mappings_parse_line(line, strlen(line), &lo, &hi);
+		if (!err)
+			err = ranges__add(rs, lo, hi);
 		/* A line longer than the buffer: skip its rest. */
 		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
 			;
@@ -69,7 +114,7 @@ static int read_ranges(pid_t pid, struct ranges *rs)
 	return err;
 }
 
-static bool in_ranges(const struct ranges *rs, uint64_t addr)
+bool ranges__has(const struct ranges *rs, uint64_t addr)
 {
 	size_t lo = 0, hi = rs->n;
 
@@ -86,17 +131,30 @@ static bool in_ranges(const struct ranges *rs, uint64_t addr)
 	return false;
 }
 
+size_t mappings_tail_starts(const char *buf, size_t n, bool mid_file, uint64_t *starts, size_t cap)
+{
+	const char *p = buf, *end = buf + n, *nl;
+	struct perfmap_record rec;
+	size_t count = 0;
+
+	/* Mid-file, the first line is a part of one. */
+	if (mid_file && (p = memchr(p, '\n', n)))
+		p++;
+	for (; p && count < cap && (nl = memchr(p, '\n', end - p)); p = nl + 1)
+		if (perfmap_parse_line(p, nl - p, 0, &rec) == PERFMAP_REJECT_NONE)
+			starts[count++] = rec.start;
+	return count;
+}
+
 /* The starts of the complete lines in the last MAPPINGS_TAIL_BYTES of @fd: -errno or their count. */
 static ssize_t read_tail(int fd, uint64_t size, uint64_t **out)
 {
 	uint64_t off = size > MAPPINGS_TAIL_BYTES ? size - MAPPINGS_TAIL_BYTES : 0, *v;
-	struct perfmap_record rec;
-	char *buf, *p, *end, *nl;
-	ssize_t n, count = 0;
+	ssize_t n, count;
+	char *buf;
 
 	buf = malloc(MAPPINGS_TAIL_BYTES);
-	/* A line is at least "1 1 abc\n": no more starts than that. */
-	v = malloc(MAPPINGS_TAIL_BYTES / 8 * sizeof(*v));
+	v = malloc(MAPPINGS_TAIL_STARTS * sizeof(*v));
 	if (!buf || !v) {
 		count = -ENOMEM;
 		goto free_all;
@@ -106,15 +164,7 @@ static ssize_t read_tail(int fd, uint64_t size, uint64_t **out)
 		count = -errno;
 		goto free_all;
 	}
-	p = buf;
-	end = buf + n;
-	/* Mid-file, the first line is a part of one. */
-	if (off && (p = memchr(p, '\n', end - p)))
-		p++;
-	for (; p && (nl = memchr(p, '\n', end - p)); p = nl + 1)
-		if (perfmap_parse_line(p, nl - p, 0, &rec) == PERFMAP_REJECT_NONE &&
-		    count < (ssize_t)(MAPPINGS_TAIL_BYTES / 8))
-			v[count++] = rec.start;
+	count = (ssize_t)mappings_tail_starts(buf, (size_t)n, off != 0, v, MAPPINGS_TAIL_STARTS);
 	*out = v;
 	v = NULL;
 free_all:
@@ -159,10 +209,10 @@ enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t
 	    !procfs_is(pid, start_ticks))
 		goto free_all;
 	for (i = 0; i < n; i++)
-		mapped += in_ranges(&rs, starts[i]);
+		mapped += ranges__has(&rs, starts[i]);
 	verdict = !mapped ? ENTRIES_UNMAPPED : mapped < n ? ENTRIES_MIXED : ENTRIES_MAPPED;
 free_all:
 	free(starts);
-	free(rs.r);
+	ranges__release(&rs);
 	return verdict;
 }

@@ -1,7 +1,7 @@
 /*
  * Where process events enter perfmapd: load the CO-RE BPF program, attach its
- * tracepoints (tp_btf, else raw_tp: neither needs tracefs), and turn each
- * ring-buffer record into a call to the policy.
+ * tracepoints (tp_btf, else raw_tp: neither needs tracefs), and hand each
+ * ring-buffer record, decoded (evrecord.c), to the policy.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "evrecord.h"
 #include "log.h"
 #include "perfmapd.skel.h"
 #include "perfmapd_event.h"
@@ -26,7 +27,7 @@ struct events {
 	struct perfmapd_bpf *skel;
 	struct ring_buffer *rb;
 	const char *kind;
-	uint64_t self_mnt_ns, self_pid_ns;
+	struct evrecord_ctx decode;
 	uint64_t received[4];
 };
 
@@ -50,34 +51,16 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct events *ev = ctx;
-	const struct perfmapd_event *e = data;
-	uint64_t tick = clock_tick_ns();
+	struct perfmapd_event e;
 	struct policy_event pe;
 
-	if (len < sizeof(*e) || e->type < PERFMAPD_EV_FORK || e->type > PERFMAPD_EV_EXIT)
+	if (evrecord__decode(data, len, &ev->decode, &e, &pe))
 		return 0;
-	memset(&pe, 0, sizeof(pe));
-	pe.type = e->type;  /* POLICY_EV_FORK, _EXEC and _EXIT have the same values */
-	if (e->flags & PERFMAPD_EVF_VFORK)
-		pe.flags |= POLICY_EVF_VFORK;
-	/* Another mount or pid namespace: its /tmp and its pids are not the map directory's. */
-	if (e->mnt_ns != ev->self_mnt_ns || e->pid_ns != ev->self_pid_ns)
-		pe.flags |= POLICY_EVF_FOREIGN;
-	pe.pid = e->tgid;
-	pe.ppid = e->ptgid;
-	pe.start_ticks = e->start_ns / tick;
-	pe.start = span_at(e->start_ns);
-	pe.pstart = span_at(e->pstart_ns);
-	pe.at = span_at(e->ts_ns);
-	pe.uid = e->uid;
-	pe.gid = e->gid;
-	memcpy(pe.comm, e->comm, sizeof(pe.comm));
-	log_printable(pe.comm, sizeof(pe.comm));
-	ev->received[e->type]++;
+	ev->received[e.type]++;
 	pr_debug("event %s %d (%s) parent %d start %llu uid %u mnt_ns %u pid_ns %u%s",
-		 e->type == PERFMAPD_EV_FORK ? "fork" : e->type == PERFMAPD_EV_EXEC ? "exec" : "exit",
-		 (int)e->tgid, pe.comm, (int)e->ptgid, (unsigned long long)e->start_ns,
-		 e->uid, e->mnt_ns, e->pid_ns, e->flags & PERFMAPD_EVF_VFORK ? " vfork" : "");
+		 e.type == PERFMAPD_EV_FORK ? "fork" : e.type == PERFMAPD_EV_EXEC ? "exec" : "exit",
+		 (int)pe.pid, pe.comm, (int)pe.ppid, (unsigned long long)e.start_ns,
+		 e.uid, e.mnt_ns, e.pid_ns, e.flags & PERFMAPD_EVF_VFORK ? " vfork" : "");
 	ev->fn(ev->ctx, &pe);
 	return 0;
 }
@@ -125,8 +108,9 @@ struct events *events__open(const struct events_config *cfg, events_fn fn, void 
 		return NULL;
 	ev->fn = fn;
 	ev->ctx = ctx;
-	ev->self_mnt_ns = procfs_ns(0, "mnt");
-	ev->self_pid_ns = procfs_ns(0, "pid");
+	ev->decode.self_mnt_ns = procfs_ns(0, "mnt");
+	ev->decode.self_pid_ns = procfs_ns(0, "pid");
+	ev->decode.tick_ns = clock_tick_ns();
 	if (want == BPF_PROGS_RAW_TP) {
 		err = load(ev, false, ringbuf_bytes);
 	} else {

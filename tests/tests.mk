@@ -11,9 +11,15 @@ TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
 TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h tests/unit/*.h)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-FUZZ_BIN := $(O)/fuzz/fuzz_reader
+# The agent's test programs; defined before the rules whose prerequisites expand at once.
+AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
+# libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
+# the map reader, the /proc parsers, the maps line parser, the BPF event decoder.
+FUZZ_TARGETS := reader procfs mappings evrecord
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
+# Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
-FUZZ_SHORT_SECONDS ?= 30
+FUZZ_SHORT_SECONDS ?= 12
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
@@ -27,7 +33,7 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test
+test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test agent-test-asan
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -60,32 +66,70 @@ clang-build:
 	@$(MAKE) --no-print-directory O=$(O)/clang CC=$(CLANG) all
 	@echo "clang-build: ok"
 
-$(FUZZ_BIN): tests/fuzz/fuzz_reader.c $(LIB_SRCS)
+# What each fuzz target links besides itself: the pure parsers, no system calls driven.
+FUZZ_LINK_reader := $(LIB_SRCS)
+FUZZ_LINK_procfs := agent/procfs.c
+FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
+FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
+FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Itests/fuzz
+
+$(O)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $$(FUZZ_LINK_$$*) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(TEST_CFLAGS) $(LIB_INCLUDES) -g -O1 -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $< $(LIB_SRCS)
+	$(Q)$(CLANG) $(TEST_CFLAGS) $(FUZZ_INCLUDES) -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $< $(FUZZ_LINK_$*)
 
-# Runs on a copy of the seed corpus: the tree stays as committed.
-define run_fuzz
-	@rm -rf $(O)/fuzz/corpus && mkdir -p $(O)/fuzz/corpus $(O)/fuzz/artifacts
-	@cp tests/fuzz/corpus/* $(O)/fuzz/corpus/
-	$(FUZZ_BIN) -max_total_time=$(1) -max_len=4096 -timeout=10 \
-		-artifact_prefix=$(O)/fuzz/artifacts/ $(O)/fuzz/corpus
-endef
+fuzz-short: $(FUZZ_BINS)
+	@sh tests/fuzz/run.sh $(O) $(FUZZ_SHORT_SECONDS) $(FUZZ_TARGETS)
 
-fuzz-short: $(FUZZ_BIN)
-	$(call run_fuzz,$(FUZZ_SHORT_SECONDS))
+fuzz: $(FUZZ_BINS)
+	@sh tests/fuzz/run.sh $(O) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-fuzz: $(FUZZ_BIN)
-	$(call run_fuzz,$(FUZZ_SECONDS))
+# The agent and perfmapctl under ASan+UBSan, the library compiled in, the BPF
+# skeleton shared with the plain build; the agent's integration tests run on it.
+ASAN_AGENT := $(O)/asan-agent
+ASAN_AGENT_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(AGENTD_SRCS) $(LIB_SRCS))
+ASAN_CTL_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(CTL_SRCS) $(LIB_SRCS))
+ASAN_AGENT_BINS := $(ASAN_AGENT)/perfmapd $(ASAN_AGENT)/perfmapctl \
+	$(AGENT_TEST_BINS:$(O)/tests/%=$(ASAN_AGENT)/tests/%)
+ASAN_AGENT_CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -O1 -g
+
+$(ASAN_AGENT)/obj/agent/%.o: agent/%.c $(BPF_SKEL)
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(AGENT_INCLUDES) -c $< -o $@
+
+$(ASAN_AGENT)/obj/perfmap/%.o: perfmap/%.c
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(LIB_INCLUDES) -c $< -o $@
+
+$(ASAN_AGENT)/obj/ctl/%.o: ctl/%.c
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) -c $< -o $@
+
+-include $(ASAN_AGENT_OBJS:.o=.d) $(ASAN_CTL_OBJS:.o=.d)
+
+$(ASAN_AGENT)/perfmapd: $(ASAN_AGENT_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(AGENTD_LIBS)
+
+$(ASAN_AGENT)/perfmapctl: $(ASAN_CTL_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(JSON_LIBS)
+
+# The test programs are not the agent: the plain ones serve.
+$(ASAN_AGENT)/tests/%: $(O)/tests/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+asan-agent: $(ASAN_AGENT_BINS)
 
 install-test: all
 	@sh tests/install/run.sh $(O)
 
 BENCH_BIN := $(O)/bench/bench_writer
-# The agent's test programs; defined before `bench`, whose prerequisites expand at once.
-AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 
 $(BENCH_BIN): tests/bench/bench_writer.c $(LIBA)
 	@mkdir -p $(@D)
@@ -111,4 +155,8 @@ $(O)/tests/%: tests/agent/%.c
 agent-test: all $(AGENT_TEST_BINS)
 	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
 
-.PHONY: test-all agent-test
+# The same scenarios against the sanitized agent: run.sh fails any that leaves a report.
+agent-test-asan: $(ASAN_AGENT_BINS)
+	@bash tests/agent/run.sh $(ASAN_AGENT) $(AGENT_TESTS_ASAN)
+
+.PHONY: test-all agent-test asan-agent agent-test-asan

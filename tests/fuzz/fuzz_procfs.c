@@ -1,0 +1,119 @@
+/*
+ * libFuzzer target: the /proc/<pid>/stat and /proc/<pid>/status parsers
+ * (agent/procfs.c) on any bytes, and on lines as the kernel writes them
+ * around any comm: spaces, parentheses, newlines and ") " inside it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "procfs.h"
+
+#define COMM_MAX 15  /* TASK_COMM_LEN - 1 */
+
+static void require_comm_bounded(const struct proc_info *pi)
+{
+	REQUIRE(memchr(pi->comm, '\0', sizeof(pi->comm)) != NULL);
+}
+
+/* Any bytes: no read past the NUL, and a success means the fields were there. */
+static void raw(const char *buf)
+{
+	const char *close = strrchr(buf, ')');
+	struct proc_info pi;
+	int err;
+
+	memset(&pi, 0xa5, sizeof(pi));
+	err = procfs_parse_stat(buf, &pi);
+	REQUIRE(err == 0 || err == -EINVAL);
+	if (!err) {
+		require_comm_bounded(&pi);
+		REQUIRE(strchr(buf, '(') && close && close[1] == ' ');
+		REQUIRE(pi.state == close[2]);
+		REQUIRE(strlen(pi.comm) <= COMM_MAX);
+	}
+	memset(&pi, 0xa5, sizeof(pi));
+	err = procfs_parse_status(buf, &pi);
+	REQUIRE(err == 0 || err == -EINVAL);
+	REQUIRE(err || (strstr(buf, "\nUid:") && strstr(buf, "\nGid:")));
+}
+
+/* The comm from @data, as a process may name itself: any byte but NUL, up to @max. */
+static size_t comm_from(const uint8_t *data, size_t size, char *comm, size_t max)
+{
+	size_t n = 0;
+
+	for (; n < size && n < max && data[n]; n++)
+		comm[n] = (char)data[n];
+	comm[n] = '\0';
+	return n;
+}
+
+/* A stat line as the kernel writes it: the parser must find every field, whatever the comm. */
+static void stat_round_trip(const uint8_t *data, size_t size)
+{
+	static const char states[] = "RSDZTtXIP";
+	char comm[64], line[1024];
+	struct proc_info pi;
+	size_t n = comm_from(data, size, comm, sizeof(comm) - 1);
+	uint64_t start = fuzz_num(data, size, 1, 8);
+	unsigned long flags = (unsigned long)fuzz_num(data, size, 3, 4);
+	int ppid = (int)(fuzz_num(data, size, 5, 3) & 0x3fffff);
+	char state = states[fuzz_num(data, size, 7, 1) % (sizeof(states) - 1)];
+
+	snprintf(line, sizeof(line),
+		 "4242 (%s) %c %d 4242 4242 0 -1 %lu 103 0 0 0 1 2 0 0 20 0 1 0 %" PRIu64
+		 " 5738496 397 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		 comm, state, ppid, flags, start);
+	memset(&pi, 0xa5, sizeof(pi));
+	REQUIRE(procfs_parse_stat(line, &pi) == 0);
+	require_comm_bounded(&pi);
+	REQUIRE(strlen(pi.comm) == (n < COMM_MAX ? n : COMM_MAX));
+	REQUIRE(!memcmp(pi.comm, comm, strlen(pi.comm)));
+	REQUIRE(pi.state == state);
+	REQUIRE(pi.ppid == ppid);
+	REQUIRE(pi.flags == flags);
+	REQUIRE(pi.start_ticks == start);
+}
+
+/* A status file as the kernel writes it: Name escaped (fs/proc/array.c), ids as numbers. */
+static void status_round_trip(const uint8_t *data, size_t size)
+{
+	char comm[COMM_MAX + 1], name[4 * COMM_MAX + 1], text[1024], *o = name;
+	unsigned int uid = (unsigned int)fuzz_num(data, size, 2, 4);
+	unsigned int gid = (unsigned int)fuzz_num(data, size, 6, 4);
+	struct proc_info pi;
+	size_t i, n = comm_from(data, size, comm, COMM_MAX);
+
+	for (i = 0; i < n; i++) {
+		if (comm[i] == '\n' || comm[i] == '\\' || comm[i] == '\t') {
+			*o++ = '\\';
+			*o++ = comm[i] == '\n' ? 'n' : comm[i] == '\t' ? 't' : '\\';
+		} else {
+			*o++ = comm[i];
+		}
+	}
+	*o = '\0';
+	snprintf(text, sizeof(text),
+		 "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\n"
+		 "Pid:\t4242\nPPid:\t1\nTracerPid:\t0\nUid:\t1\t%u\t%u\t%u\nGid:\t2\t%u\t%u\t%u\n"
+		 "FDSize:\t64\n", name, uid, uid, uid, gid, gid, gid);
+	memset(&pi, 0xa5, sizeof(pi));
+	REQUIRE(procfs_parse_status(text, &pi) == 0);
+	REQUIRE(pi.uid == uid && pi.gid == gid);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *buf = malloc(size + 1);
+
+	REQUIRE(buf);
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	raw(buf);
+	free(buf);
+	stat_round_trip(data, size);
+	status_round_trip(data, size);
+	return 0;
+}

@@ -12,6 +12,14 @@ SCENARIO=
 SCENARIO_CHECKS=0   # checks the running scenario recorded, skips included
 LOAD_PIDS=()
 POLL_S=0.02         # how often wait_for looks again
+AGENT_LOGS=()       # every agent's log since the last sanitizer_check
+
+# A sanitized build (make agent-test-asan): a report aborts the process and is
+# written to $SAN_LOG.<pid>, where sanitizer_check finds it; options given in
+# the environment come last and win. Plain builds ignore both variables.
+SAN_LOG=$WORK/sanitizer
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:log_path=$SAN_LOG${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$SAN_LOG${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
 say() { printf '%s\n' "$*"; }
 fail() { say "FAIL: $*"; FAILS=$((FAILS + 1)); SCENARIO_CHECKS=$((SCENARIO_CHECKS + 1)); }
@@ -54,6 +62,7 @@ is_stopped() {
 # start_agent LOG ARGS...: perfmapd in the background, ready when it logs "tracking".
 start_agent() {
 	AGENT_LOG=$1
+	AGENT_LOGS+=("$1")
 	shift
 	"$BUILD/perfmapd" "$@" >"$AGENT_LOG" 2>&1 &
 	AGENT_PID=$!
@@ -120,6 +129,27 @@ load_stop() {
 	done
 	LOAD_PIDS=()
 POLL_S=0.02         # how often wait_for looks again
+}
+
+# sanitizer_check: a fail for every sanitizer report since the last call, from
+# any program of the build (perfmapd, perfmapctl), in a report file or in an
+# agent's log (where a report goes if ASAN_OPTIONS sent it to stderr).
+sanitizer_check() {
+	local f
+	mkdir -p "$WORK/sanitizer-seen"
+	for f in "$SAN_LOG".*; do
+		[ -e "$f" ] || continue
+		fail "${SCENARIO:-preflight}: a sanitizer reported (${f##*/}; pid of the program that died):"
+		sed 's/^/    /' "$f" | head -n 60
+		mv "$f" "$WORK/sanitizer-seen/"
+	done
+	for f in "${AGENT_LOGS[@]}"; do
+		# Sanitizers' own lines; the agent's all start with "perfmapd: ".
+		grep -qE '^==[0-9]+==ERROR: |^[^ ]+:[0-9]+:[0-9]+: runtime error: ' "$f" 2>/dev/null || continue
+		fail "${SCENARIO:-preflight}: a sanitizer reported in the agent's log $f:"
+		grep -m 20 -A 20 -E '^==[0-9]+==ERROR: |^[^ ]+:[0-9]+:[0-9]+: runtime error: ' "$f" | sed 's/^/    /'
+	done
+	AGENT_LOGS=()
 }
 
 cleanup_agent() {

@@ -6,7 +6,9 @@
 # Every function named test_* below is a scenario; with no names, all run, in
 # the order they are defined. Each check records a pass or a fail; a check
 # or scenario that cannot run here records SKIPPED, and all of those are
-# listed again at the end; a scenario that recorded nothing fails.
+# listed again at the end; a scenario that recorded nothing fails. BUILD_DIR
+# may hold a sanitized build (make agent-test-asan): a sanitizer report from
+# any of its programs, at any time up to the agent's exit, fails the scenario.
 #
 # Needs root and a kernel that loads BPF tracepoint programs. Where BPF cannot
 # load the tests FAIL, unless PERFMAPD_SKIP_BPF=1, which skips them loudly;
@@ -61,7 +63,9 @@ preflight() {
 		say "FAIL: perfmapd did not start, and not for BPF: $(grep -m1 error "$log")"
 		exit 1
 	fi
-	stop_agent || { say "FAIL: preflight: perfmapd exited non-zero after SIGTERM"; exit 1; }
+	stop_agent || { say "FAIL: preflight: perfmapd exited non-zero after SIGTERM"; sanitizer_check; exit 1; }
+	sanitizer_check
+	[ $FAILS -eq 0 ] || exit 1
 }
 
 # map_has FILE PREFIX N: FILE holds exactly N entries named PREFIX_*.
@@ -734,6 +738,7 @@ for t in $WANT; do
 	SCENARIO_CHECKS=0
 	"test_$t"
 	cleanup_agent
+	sanitizer_check
 	[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
 done
 SCENARIO=

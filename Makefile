@@ -4,10 +4,11 @@
 #                      perfmapd (BPF object and skeleton in build/bpf/)
 #   make deps          install missing Debian build and test packages
 #   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz,
-#                      install, and the agent's integration tests: root and BPF)
+#                      install, and the agent's integration tests, on the plain
+#                      agent and on an ASan+UBSan one: root and BPF)
 #   make bench         the writer beside write() and CPython; the agent's latency and
 #                      cost to the host, with and without it (root)
-#   make fuzz          a longer libFuzzer run of the reader (FUZZ_SECONDS=300)
+#   make fuzz          a longer run of each libFuzzer target (FUZZ_SECONDS=300 each)
 #   make install       PREFIX=/usr/local DESTDIR=
 #   make run           deps, build, run the agent in the foreground
 

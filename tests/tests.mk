@@ -19,7 +19,7 @@ FUZZ_TARGETS := reader procfs mappings evrecord
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 # Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
-FUZZ_SHORT_SECONDS ?= 12
+FUZZ_SHORT_SECONDS ?= 10
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c

@@ -15,7 +15,7 @@ int evrecord__decode(const void *data, size_t len, const struct evrecord_ctx *ct
 		return -EINVAL;
 	memcpy(&e, data, sizeof(e));
 	if (e.type < PERFMAPD_EV_FORK || e.type > PERFMAPD_EV_EXIT || !e.tgid ||
-	    e.tgid > EVRECORD_PID_MAX || e.ptgid > EVRECORD_PID_MAX)
+	    e.tgid >= EVRECORD_PID_MAX || e.ptgid >= EVRECORD_PID_MAX)
 		return -EINVAL;
 	memset(pe, 0, sizeof(*pe));
 	pe->type = e.type;  /* POLICY_EV_FORK, _EXEC and _EXIT have the same values */

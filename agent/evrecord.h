@@ -10,7 +10,7 @@
 #include "perfmapd_event.h"
 #include "policy.h"
 
-/* include/linux/threads.h: no pid is above this on any kernel. */
+/* include/linux/threads.h, PID_MAX_LIMIT: every pid on any kernel is below it. */
 #define EVRECORD_PID_MAX (4 * 1024 * 1024)
 
 /* What the decoder compares a record with: the agent's own namespaces and tick. */
@@ -22,8 +22,8 @@ struct evrecord_ctx {
 /*
  * The ring-buffer record @data (@len bytes, any alignment) into @pe, and a
  * copy of the record into @rec: 0, or -EINVAL for a record too short, of an
- * unknown type, or naming no possible process (pid 0 or above the kernel's
- * limit), which the agent drops. pe->comm is printable and NUL-terminated.
+ * unknown type, or naming no possible process (pid 0, or not below the
+ * kernel's limit), which the agent drops. pe->comm is printable and NUL-terminated.
  */
 int evrecord__decode(const void *data, size_t len, const struct evrecord_ctx *ctx,
 		     struct perfmapd_event *rec, struct policy_event *pe);

@@ -23,7 +23,7 @@ static bool valid(const uint8_t *raw, size_t len)
 		return false;
 	memcpy(&e, raw, sizeof(e));
 	return e.type >= PERFMAPD_EV_FORK && e.type <= PERFMAPD_EV_EXIT && e.tgid &&
-	       e.tgid <= EVRECORD_PID_MAX && e.ptgid <= EVRECORD_PID_MAX;
+	       e.tgid < EVRECORD_PID_MAX && e.ptgid < EVRECORD_PID_MAX;
 }
 
 static void check_event(const struct perfmapd_event *e, const struct policy_event *pe)
@@ -36,8 +36,8 @@ static void check_event(const struct perfmapd_event *e, const struct policy_even
 	REQUIRE(!!(pe->flags & POLICY_EVF_VFORK) == !!(e->flags & PERFMAPD_EVF_VFORK));
 	REQUIRE(!!(pe->flags & POLICY_EVF_FOREIGN) ==
 		(e->mnt_ns != ctx.self_mnt_ns || e->pid_ns != ctx.self_pid_ns));
-	REQUIRE(pe->pid > 0 && pe->pid <= EVRECORD_PID_MAX && (uint32_t)pe->pid == e->tgid);
-	REQUIRE(pe->ppid >= 0 && pe->ppid <= EVRECORD_PID_MAX);
+	REQUIRE(pe->pid > 0 && pe->pid < EVRECORD_PID_MAX && (uint32_t)pe->pid == e->tgid);
+	REQUIRE(pe->ppid >= 0 && pe->ppid < EVRECORD_PID_MAX);
 	REQUIRE(pe->start_ticks == e->start_ns / ctx.tick_ns);
 	REQUIRE(pe->start.lo == e->start_ns && pe->start.hi == e->start_ns);
 	REQUIRE(pe->pstart.lo == e->pstart_ns && pe->at.lo == e->ts_ns);

@@ -52,54 +52,79 @@ static bool ends_in_newline(int fd, off_t size)
 	return size == 0 || (pread(fd, &c, 1, size - 1) == 1 && c == '\n');
 }
 
-/* The parent's entries, up to @limit bytes, into @dst_fd. */
-static long copy_entries(int parent_fd, uint64_t limit, int dst_fd)
+/*
+ * The next stretch of data at or after @off and before @end: [*lo, *hi).
+ * Holes (a file extended by truncate or a seek past its end) read as NULs,
+ * which no map line holds: they are skipped, never read nor written, so a
+ * copy costs what the parent really wrote. Without SEEK_DATA, all is data.
+ */
+static bool next_data(int fd, off_t off, off_t end, off_t *lo, off_t *hi)
 {
-	char *buf = malloc(COPY_READ_BUF), *out = malloc(COPY_OUT_BUF);
-	long n = -ENOMEM;
+	off_t d, h;
 
-	if (buf && out && lseek(parent_fd, 0, SEEK_SET) == 0)
-		n = perfmap__copy_fd(parent_fd, limit, dst_fd, buf, COPY_READ_BUF,
-				     out, COPY_OUT_BUF);
-	free(buf);
-	free(out);
-	return n;
+	if (off >= end)
+		return false;
+	d = lseek(fd, off, SEEK_DATA);
+	if (d < 0) {
+		if (errno == ENXIO)
+			return false;  /* nothing but a hole from @off on */
+		*lo = off;
+		*hi = end;
+		return true;
+	}
+	if (d >= end)
+		return false;
+	h = lseek(fd, d, SEEK_HOLE);
+	*lo = d;
+	*hi = h < 0 || h > end ? end : h;
+	return true;
 }
 
-/* Where the last whole line of the first @size bytes ends; 0 if none does. */
-static off_t whole_lines_end(int fd, off_t size)
+/* The end of the last '\n' in [lo, hi) of @fd, or -1 when there is none. */
+static off_t last_newline(int fd, off_t lo, off_t hi)
 {
 	char buf[4096];
-	off_t end = size;
+	off_t end = hi;
 	ssize_t n;
 	char *nl;
 
-	while (end > 0) {
-		n = end < (off_t)sizeof(buf) ? end : (off_t)sizeof(buf);
+	while (end > lo) {
+		n = end - lo < (off_t)sizeof(buf) ? end - lo : (off_t)sizeof(buf);
 		if (pread(fd, buf, n, end - n) != n)
-			return 0;
+			return -1;
 		nl = memrchr(buf, '\n', n);
 		if (nl)
 			return end - n + (nl - buf) + 1;
 		end -= n;
 	}
-	return 0;
+	return -1;
 }
 
-/*
- * The parent's map byte for byte, up to its last whole line within @limit:
- * what the parent's profiler would read, in the kernel's own copy (no
- * parsing: 10k entries in a fraction of a millisecond). The file is unnamed
- * until done, so nobody sees a part.
- */
-static off_t copy_raw(int parent_fd, uint64_t limit, int dst_fd)
+/* Where the last whole line of the first @size bytes ends; 0 if none does. Holes are skipped. */
+static off_t whole_lines_end(int fd, off_t size)
 {
-	off_t end = whole_lines_end(parent_fd, (off_t)limit), in = 0;
+	off_t off = 0, lo, hi, end = 0, nl;
+
+	/* Forwards, stretch by stretch: a stretch's newline is found near its end. */
+	while (next_data(fd, off, size, &lo, &hi)) {
+		nl = last_newline(fd, lo, hi);
+		if (nl > 0)
+			end = nl;
+		off = hi;
+	}
+	return end;
+}
+
+/* [lo, hi) of @src into @dst at the same offset. */
+static int copy_range(int src, int dst, off_t lo, off_t hi)
+{
 	char buf[65536];
+	off_t in = lo, out;
 	ssize_t n;
 
-	while (in < end) {
-		n = copy_file_range(parent_fd, &in, dst_fd, NULL, end - in, 0);
+	while (in < hi) {
+		out = in;
+		n = copy_file_range(src, &in, dst, &out, hi - in, 0);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -107,30 +132,122 @@ static off_t copy_raw(int parent_fd, uint64_t limit, int dst_fd)
 		if (errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP && errno != ENOSYS)
 			return -errno;
 		/* Older kernels and some filesystems: read and write. */
-		n = pread(parent_fd, buf, end - in < (off_t)sizeof(buf) ? end - in : (off_t)sizeof(buf), in);
+		n = pread(src, buf, hi - in < (off_t)sizeof(buf) ? hi - in : (off_t)sizeof(buf), in);
 		if (n <= 0)
 			return n ? -errno : -EIO;
-		if (perfmap__write_all(dst_fd, buf, n))
-			return -errno;
+		if (pwrite(dst, buf, n, in) != n)
+			return errno ? -errno : -EIO;
 		in += n;
 	}
+	return 0;
+}
+
+/*
+ * Write-behind for a large copy off the event loop: each chunk is sent to
+ * the disk as soon as it is written, and the one before it waited for, so
+ * that no copy piles up dirty pages whose writeback stalls every writer on
+ * the file system (the event loop's small copies first).
+ */
+#define WRITE_BEHIND_CHUNK (4 << 20)
+
+struct write_behind {
+	bool on;
+	off_t prev_lo, prev_len;
+};
+
+static void write_behind(struct write_behind *wb, int fd, off_t lo, off_t len)
+{
+	if (!wb->on)
+		return;
+	sync_file_range(fd, lo, len, SYNC_FILE_RANGE_WRITE);
+	if (wb->prev_len)
+		sync_file_range(fd, wb->prev_lo, wb->prev_len, SYNC_FILE_RANGE_WAIT_BEFORE |
+				SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+	wb->prev_lo = lo;
+	wb->prev_len = len;
+}
+
+/*
+ * The parent's map byte for byte, up to its last whole line within @limit:
+ * what the parent's profiler would read, in the kernel's own copy (no
+ * parsing: 10k entries in a fraction of a millisecond). Only its data is
+ * copied, at the same offsets; its holes stay holes. More than @max_data
+ * bytes of data: -EFBIG. The file is unnamed until done, so nobody sees a part.
+ */
+static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
+		      bool behind, uint64_t *written)
+{
+	off_t end = whole_lines_end(parent_fd, (off_t)limit), off = 0, lo, hi;
+	struct write_behind wb = { .on = behind };
+	int err;
+
+	*written = 0;
+	while (next_data(parent_fd, off, end, &lo, &hi)) {
+		if (hi - lo > WRITE_BEHIND_CHUNK)
+			hi = lo + WRITE_BEHIND_CHUNK;
+		if (max_data && *written + (hi - lo) > max_data)
+			return -EFBIG;
+		err = copy_range(parent_fd, dst_fd, lo, hi);
+		if (err)
+			return err;
+		write_behind(&wb, dst_fd, lo, hi - lo);
+		*written += hi - lo;
+		off = hi;
+	}
+	/* A hole at the end, or data shorter than the last stretch: the size as it was. */
+	if (ftruncate(dst_fd, end))
+		return -errno;
 	return end;
 }
 
-/* Lines in the first @len bytes of @fd: the entry count for the log. */
+/*
+ * The parent's entries, up to @limit bytes, into @dst_fd, stretch by stretch
+ * of data (a line a hole cuts is no line); -EFBIG past @max_data bytes read.
+ */
+static long copy_entries(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
+			 uint64_t *written)
+{
+	char *buf = malloc(COPY_READ_BUF), *out = malloc(COPY_OUT_BUF);
+	off_t off = 0, lo, hi, before = lseek(dst_fd, 0, SEEK_END), after;
+	uint64_t read = 0;
+	long n = 0, total = 0;
+
+	if (!buf || !out)
+		n = -ENOMEM;
+	while (n >= 0 && next_data(parent_fd, off, (off_t)limit, &lo, &hi)) {
+		read += hi - lo;
+		if (max_data && read > max_data)
+			n = -EFBIG;
+		else if (lseek(parent_fd, lo, SEEK_SET) != lo)
+			n = -errno;
+		else
+			n = perfmap__copy_fd(parent_fd, hi - lo, dst_fd, buf, COPY_READ_BUF,
+					     out, COPY_OUT_BUF);
+		total += n > 0 ? n : 0;
+		off = hi;
+	}
+	after = lseek(dst_fd, 0, SEEK_END);
+	*written = before >= 0 && after > before ? (uint64_t)(after - before) : 0;
+	free(buf);
+	free(out);
+	return n < 0 ? n : total;
+}
+
+/* Lines in the first @len bytes of @fd: the entry count for the log. Holes hold none. */
 static long count_lines(int fd, off_t len)
 {
 	char buf[65536];
-	off_t off = 0;
+	off_t off = 0, lo, hi;
 	long lines = 0;
 	ssize_t n;
 	char *p, *e;
 
-	while (off < len && (n = pread(fd, buf, len - off < (off_t)sizeof(buf) ?
-				       len - off : (off_t)sizeof(buf), off)) > 0) {
-		for (p = buf, e = buf + n; (p = memchr(p, '\n', e - p)); p++)
-			lines++;
-		off += n;
+	while (next_data(fd, off, len, &lo, &hi)) {
+		for (off = lo; off < hi && (n = pread(fd, buf, hi - off < (off_t)sizeof(buf) ?
+						      hi - off : (off_t)sizeof(buf), off)) > 0; off += n)
+			for (p = buf, e = buf + n; (p = memchr(p, '\n', e - p)); p++)
+				lines++;
+		off = hi;
 	}
 	return lines;
 }
@@ -181,16 +298,79 @@ static int open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 	return fd;
 }
 
-int mapfile_create(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
-		   struct copy_result *res)
+int mapfile_open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
+			struct copy_result *res)
 {
-	uint64_t t0 = clock_mono_ns(), linked_lo;
-	struct stat pst, st;
+	struct stat st;
+
+	return open_parent(dirfd, rq, max_bytes, &st, res);
+}
+
+/* @parent_fd when the caller opened it (mapfile_open_parent), else the parent's map opened here. */
+static int parent_of(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t max_bytes,
+		     struct stat *st, struct copy_result *res)
+{
+	int fd;
+
+	if (parent_fd < 0)
+		return open_parent(dirfd, rq, max_bytes, st, res);
+	fd = fcntl(parent_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 || fstat(fd, st)) {
+		if (fd >= 0)
+			close(fd);
+		res->why = "cannot be read";
+		return -errno;
+	}
+	return fd;
+}
+
+static int gate_enter(const struct copy_gate *gate)
+{
+	return gate ? gate->enter(gate->arg) : 0;
+}
+
+static void gate_leave(const struct copy_gate *gate, int err, const struct copy_result *res)
+{
+	if (gate)
+		gate->leave(gate->arg, err, res);
+}
+
+/* The filled O_TMPFILE @fd at the child's path, unless another process holds the pid by now. */
+static int link_child(int dirfd, int fd, const struct copy_req *rq, struct copy_result *res)
+{
+	uint64_t linked_lo;
+	struct stat st;
 	char name[32];
+	int err;
+
+	map_name(rq->child, name, sizeof(name));
+	/* Read late, the child may be gone and its pid another's: not that one's map to make. */
+	if (procfs_pid_held(rq->child, rq->child_start_ticks))
+		return -ESRCH;
+	linked_lo = clock_boot_ns();
+	err = link_tmpfile(dirfd, fd, name);
+	if (err) {
+		res->why = "cannot be linked in";
+		return err;
+	}
+	if (fstat(fd, &st)) {
+		res->why = "cannot be read back";
+		return -errno;
+	}
+	map_info_of(&st, (struct span){ linked_lo, clock_boot_ns() }, &res->map);
+	res->kind = COPY_CREATED;
+	return 0;
+}
+
+int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t max_bytes,
+		   const struct copy_gate *gate, struct copy_result *res)
+{
+	uint64_t t0 = clock_mono_ns();
+	struct stat pst;
 	off_t copied;
 	int pfd, fd, err;
 
-	pfd = open_parent(dirfd, rq, max_bytes, &pst, res);
+	pfd = parent_of(dirfd, parent_fd, rq, max_bytes, &pst, res);
 	if (pfd < 0)
 		return pfd;
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
@@ -210,32 +390,23 @@ int mapfile_create(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		goto close_fd;
 	}
 	/* Whole lines up to the size now: the parent may be appending as we read. */
-	copied = copy_raw(pfd, pst.st_size, fd);
+	/* Off the loop (gated), a copy may be large: written behind. */
+	copied = copy_raw(pfd, pst.st_size, rq->max_data, fd, gate != NULL, &res->bytes);
 	if (copied < 0) {
 		err = (int)copied;
-		res->why = "cannot be filled with the parent's entries";
+		res->why = err == -EFBIG ? "cannot be filled: the parent's map grew past what was allowed for it" :
+					   "cannot be filled with the parent's entries";
 		goto close_fd;
 	}
-	map_name(rq->child, name, sizeof(name));
-	/* Read late, the child may be gone and its pid another's: not that one's map to make. */
-	if (procfs_pid_held(rq->child, rq->child_start_ticks)) {
-		err = -ESRCH;
+	/* Whoever waits on this copy learns at once whether it shows at the path. */
+	err = gate_enter(gate);
+	if (err)
 		goto close_fd;
-	}
-	linked_lo = clock_boot_ns();
-	err = link_tmpfile(dirfd, fd, name);
-	if (err) {
-		res->why = "cannot be linked in";
-		goto close_fd;
-	}
-	if (fstat(fd, &st)) {
-		err = -errno;
-		res->why = "cannot be read back";
-		goto close_fd;
-	}
-	map_info_of(&st, (struct span){ linked_lo, clock_boot_ns() }, &res->map);
-	res->kind = COPY_CREATED;
+	err = link_child(dirfd, fd, rq, res);
 	res->took_ns = clock_mono_ns() - t0;
+	gate_leave(gate, err, res);
+	if (err)
+		goto close_fd;
 	/* Counted after the link: the child's profiler is not kept waiting for a log line. */
 	res->entries = count_lines(pfd, copied);
 close_fd:
@@ -245,8 +416,37 @@ close_parent:
 	return err;
 }
 
-int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
-		   struct copy_result *res)
+/* The parent's entries appended to the child's @fd, for mapfile_append(). */
+static int append_entries(int pfd, const struct stat *pst, const struct copy_req *rq, int fd,
+			  struct copy_result *res)
+{
+	struct stat st;
+	long n;
+
+	if (same_first_entry(pfd, fd)) {
+		res->kind = COPY_BY_RUNTIME;
+		return 0;
+	}
+	/* Our lines would glue onto the runtime's unfinished one. */
+	if (fstat(fd, &st) || !ends_in_newline(fd, st.st_size)) {
+		res->why = "ends in an unfinished line";
+		return -EAGAIN;
+	}
+	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &res->bytes);
+	if (n < 0) {
+		res->why = n == -EFBIG ? "cannot take the parent's entries: its map grew past what was allowed for it" :
+					 "cannot take the parent's entries";
+		return (int)n;
+	}
+	res->kind = COPY_APPENDED;
+	res->entries = n;
+	if (!fstat(fd, &st))
+		map_info_of(&st, SPAN_UNKNOWN, &res->map);
+	return 0;
+}
+
+int mapfile_append(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t max_bytes,
+		   const struct copy_gate *gate, struct copy_result *res)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts, .check_owner = true, .owner = rq->uid,
 		     .max_bytes = max_bytes);
@@ -254,16 +454,19 @@ int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 	struct stat pst, st;
 	char name[32];
 	int pfd, fd, err = 0;
-	long n;
 
-	pfd = open_parent(dirfd, rq, max_bytes, &pst, res);
+	pfd = parent_of(dirfd, parent_fd, rq, max_bytes, &pst, res);
 	if (pfd < 0)
 		return pfd;
+	/* From here on the child's file may change: whoever waits on the copy knows. */
+	err = gate_enter(gate);
+	if (err)
+		goto close_parent;
 	map_name(rq->child, name, sizeof(name));
 	/* The file at the child's path is another process's once that one holds the pid. */
 	if (procfs_pid_held(rq->child, rq->child_start_ticks)) {
 		err = -ESRCH;
-		goto close_parent;
+		goto leave_gate;
 	}
 	/* The one write open of another uid's file: CAP_DAC_OVERRIDE for it alone. */
 	privs_override_begin();
@@ -273,31 +476,13 @@ int mapfile_append(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		err = fd;
 		res->why = perfmap_open_strerror(fd);
 		res->refused = true;
-		goto close_parent;
+		goto leave_gate;
 	}
-	if (same_first_entry(pfd, fd)) {
-		res->kind = COPY_BY_RUNTIME;
-		goto close_fd;
-	}
-	/* Our lines would glue onto the runtime's unfinished one. */
-	if (!ends_in_newline(fd, st.st_size)) {
-		res->why = "ends in an unfinished line";
-		err = -EAGAIN;
-		goto close_fd;
-	}
-	n = copy_entries(pfd, pst.st_size, fd);
-	if (n < 0) {
-		err = (int)n;
-		res->why = "cannot take the parent's entries";
-		goto close_fd;
-	}
-	res->kind = COPY_APPENDED;
-	res->entries = n;
+	err = append_entries(pfd, &pst, rq, fd, res);
 	res->took_ns = clock_mono_ns() - t0;
-	if (!fstat(fd, &st))
-		map_info_of(&st, SPAN_UNKNOWN, &res->map);
-close_fd:
 	close(fd);
+leave_gate:
+	gate_leave(gate, err, res);
 close_parent:
 	close(pfd);
 	return err;

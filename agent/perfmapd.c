@@ -30,6 +30,17 @@
 #include "store.h"
 
 #define TICK_MS 100   /* drops, copy retries and retention are checked this often */
+/*
+ * Copies of more data than this go to the workers: one takes well under a
+ * millisecond in the loop (page cache to page cache). A uid's copies past
+ * LOOP_COPY_RATE bytes a second go there too: no uid has more than a few
+ * percent of the loop's time for its copies.
+ */
+#define DEFER_COPY_BYTES (1ull << 20)
+#define LOOP_COPY_RATE (32ull << 20)
+#define COPY_THREADS 2
+#define COPY_QUEUE_MAX 256     /* each holds its parent's map open */
+#define COPY_QUEUE_PER_UID 32
 
 static const char usage[] =
 	"Usage: perfmapd [OPTIONS]\n"
@@ -47,6 +58,9 @@ static const char usage[] =
 	"  --archive-max-bytes N    archive quota; the oldest go first (256M)\n"
 	"  --max-map-bytes N        maps larger than this are not copied or\n"
 	"                           archived (256M)\n"
+	"  --copy-budget N          bytes of data each uid may have copied to\n"
+	"                           its children a second (1G; 0: no bound)\n"
+	"  --copy-burst N           ...and saved up at most (2G)\n"
 	"  --log-level LEVEL        error, warn, info or debug (info)\n"
 	"  --dry-run                log what would be done; change no file\n"
 	"  --run-dir DIR            lock and status socket (/run/perfmapd)\n"
@@ -64,6 +78,8 @@ struct daemon_config {
 	uint64_t retention_s;         /* how long an exited process's map stays */
 	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
 	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
+	uint64_t copy_budget;         /* bytes of copies per uid a second */
+	uint64_t copy_burst;          /* ...saved up at most */
 	struct events_config events;
 	bool dry_run;
 };
@@ -93,7 +109,7 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 {
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
-	       OPT_BPF_PROGRAMS, OPT_VERSION };
+	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -105,6 +121,8 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "run-dir", required_argument, NULL, OPT_RUN_DIR },
 		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 		{ "bpf-programs", required_argument, NULL, OPT_BPF_PROGRAMS },
+		{ "copy-budget", required_argument, NULL, OPT_COPY_BUDGET },
+		{ "copy-burst", required_argument, NULL, OPT_COPY_BURST },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -134,6 +152,14 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 			break;
 		case OPT_MAX_MAP:
 			if (perfmap__parse_bytes(optarg, &cfg->max_map_bytes))
+				goto bad_value;
+			break;
+		case OPT_COPY_BUDGET:
+			if (perfmap__parse_bytes(optarg, &cfg->copy_budget))
+				goto bad_value;
+			break;
+		case OPT_COPY_BURST:
+			if (perfmap__parse_bytes(optarg, &cfg->copy_burst))
 				goto bad_value;
 			break;
 		case OPT_LOG_LEVEL:
@@ -212,6 +238,15 @@ static void on_event(void *ctx, const struct policy_event *ev)
 	policy__event(d->policy, ev, clock_boot_ns());
 }
 
+/* A copy made off the loop is done: to the policy, in the loop's thread. */
+static void on_copy_done(void *ctx, pid_t child, uint64_t ticket, int err,
+			 const struct copy_result *res)
+{
+	struct daemon *d = ctx;
+
+	policy__copy_done(d->policy, child, ticket, err, res, clock_boot_ns());
+}
+
 /* The BPF side wakes the agent at once only for events of pids with a map. */
 static void on_listed(void *ctx, pid_t pid, bool exists)
 {
@@ -255,7 +290,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
-enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS };
+enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -304,6 +339,7 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, l->retryfd, SRC_RETRY);
 	err = err ?: loop_add(l->epfd, mapwatch__fd(d->mw), SRC_INOTIFY);
 	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
+	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
 	return err;
 }
 
@@ -451,6 +487,7 @@ static int run(struct daemon *d)
 			case SRC_RETRY: on_retry(d, &l); break;
 			case SRC_INOTIFY: catch_up(d); break;
 			case SRC_STATUS: on_status(d); break;
+			case SRC_COPIES: store__drain_copies(d->store, on_copy_done, d); break;
 			}
 		}
 		arm_retry(d, &l);
@@ -495,12 +532,15 @@ static int daemon_open(struct daemon *d)
 	};
 	const struct store_config scfg = {
 		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
-		.max_map_bytes = d->cfg.max_map_bytes,
+		.max_map_bytes = d->cfg.max_map_bytes, .copy_threads = COPY_THREADS,
+		.copy_queue_max = COPY_QUEUE_MAX, .copy_queue_per_uid = COPY_QUEUE_PER_UID,
 	};
 	const struct policy_config pcfg = {
 		.map_dir = d->cfg.map_dir, .archive_dir = d->cfg.archive_dir,
 		.retention_ns = d->cfg.retention_s * 1000000000ull,
 		.max_map_bytes = d->cfg.max_map_bytes, .dry_run = d->cfg.dry_run,
+		.copy_rate = d->cfg.copy_budget, .copy_burst = d->cfg.copy_burst,
+		.defer_copy_bytes = DEFER_COPY_BYTES, .loop_copy_rate = LOOP_COPY_RATE,
 	};
 
 	int err;
@@ -556,6 +596,9 @@ int main(int argc, char **argv)
 			.retention_s = 600,
 			.archive_max_bytes = 256ull << 20,
 			.max_map_bytes = 256ull << 20,
+			/* A 10 MB map forked 100 times a second is 1000 MB/s: within both. */
+			.copy_budget = 1ull << 30,
+			.copy_burst = 2ull << 30,
 			.events = { .ringbuf_bytes = 1u << 20, .programs = BPF_PROGS_AUTO },
 		},
 		.map_dir_fd = -1,

@@ -20,18 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "log.h"
 #include "policy.h"
 #include "proctab.h"
 #include "retention.h"
 
 #define COPY_RETRY_NS (5ull * 1000000000)   /* for a runtime to finish its line */
+/* A parent's map grows while it is copied: this much more data than estimated is allowed. */
+#define COPY_SLACK (1ull << 20)
 
 struct policy {
 	struct policy_config cfg;
 	struct mapstore store;
 	struct proctab procs;
 	struct retention *retained;
+	struct budget *copy_budget;   /* bytes of copies per uid */
+	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
+	uint64_t tickets;             /* of copies sent to the worker */
 	struct policy_stats stats;
 };
 
@@ -218,6 +224,8 @@ static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum arc
 
 /* ---- the process table ---- */
 
+static void settle_copy(struct policy *p, struct proc *pr, const char *what, uint64_t now_ns);
+
 static struct proc *track(struct policy *p, const struct policy_event *ev)
 {
 	struct proc *pr;
@@ -296,6 +304,9 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			 (int)pid);
 		return;
 	}
+	/* Its copy in the worker is made or stopped: the map at its path is what it is. */
+	if (pr)
+		settle_copy(p, pr, "exited", now_ns);
 	/* The table held an earlier process here, whose exit was lost. */
 	if (pr && pr->start_ticks != start_ticks) {
 		proctab_remove(&p->procs, pid);
@@ -390,23 +401,24 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
  * map at the path is now the new holder's to claim, or its exec's to judge:
  * what was there at the unseen exit is not known, so nothing is retained.
  */
-static void forget_earlier(struct policy *p, const struct policy_event *ev)
+static void forget_earlier(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
 	struct proc *pr = proctab_find(&p->procs, ev->pid);
 
 	if (!pr || pr->start_ticks == ev->start_ticks)
 		return;
+	settle_copy(p, pr, "exited", now_ns);
 	pr_debug("%d (%s): its exit was not seen; %d (%s) holds the pid now", (int)pr->tgid,
 		 pr->comm, (int)ev->pid, ev->comm);
 	proctab_remove(&p->procs, ev->pid);
 }
 
 /* A process the table did not have at @ev's pid; NULL for another namespace's. */
-static struct proc *new_holder(struct policy *p, const struct policy_event *ev)
+static struct proc *new_holder(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
 	struct proc *pr;
 
-	forget_earlier(p, ev);
+	forget_earlier(p, ev, now_ns);
 	pr = track(p, ev);
 	if (pr && (pr->flags & PROC_FOREIGN_NS)) {
 		p->stats.foreign_ns++;
@@ -425,9 +437,15 @@ static void log_copy(struct policy *p, const struct proc *pr, const struct copy_
 	switch (res->kind) {
 	case COPY_CREATED:
 		p->stats.copies_created++;
-		pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms)",
-			(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
-			res->entries, ms);
+		/* Settled before the worker counted its lines: the bytes say as much. */
+		if (res->entries < 0)
+			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %llu bytes of entries (%.2f ms)",
+				(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
+				(unsigned long long)res->bytes, ms);
+		else
+			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms)",
+				(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
+				res->entries, ms);
 		break;
 	case COPY_APPENDED:
 		p->stats.copies_appended++;
@@ -475,15 +493,134 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 	return true;
 }
 
-/* Give @pr its parent's entries; 0 done, -EAGAIN to try again later. */
-static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at)
+/*
+ * What a copy of @pm costs: the bytes the parent really wrote. A sparse
+ * file's holes are neither read nor written (mapfile.c), so its blocks on
+ * disk count, not its apparent size.
+ */
+static uint64_t copy_cost(const struct map_info *pm)
+{
+	return pm->disk_bytes && pm->disk_bytes < pm->size ? pm->disk_bytes : pm->size;
+}
+
+static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at,
+			    enum copy_op op, uint64_t now_ns);
+
+/*
+ * A copy's outcome, made here or in the worker: 0 done, -EAGAIN to try
+ * again later, -EINPROGRESS when the worker took what follows (an append).
+ * @settling: the child is exec'ing or ending, and nothing follows.
+ */
+static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int err,
+			 const struct copy_result *res, uint64_t charged, bool settling,
+			 uint64_t now_ns)
+{
+	budget__settle(p->copy_budget, pr->uid, charged, res->bytes);
+	p->stats.copy_bytes += res->bytes;
+	/* The child has a map: its runtime's, unless an exec made it a new image's. */
+	if (err == -EEXIST && op == COPY_OP_CREATE && !settling)
+		return copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN, COPY_OP_APPEND, now_ns);
+	/* The worker saw the child exec before its copy showed: nothing to name. */
+	if (err == -ECANCELED) {
+		p->stats.copies_skipped_exec++;
+		pr_debug("copy %d -> %d (%s): the child exec'd while its copy was made; not shown",
+			 (int)pr->ppid, (int)pr->tgid, pr->comm);
+		return 0;
+	}
+	/* A map that grew past its estimate is weighed again, as one being written. */
+	if (err == -EAGAIN || err == -EFBIG)
+		return settling ? 0 : -EAGAIN;
+	if (err == -ESRCH) {
+		pr_debug("copy %d -> %d: another process holds pid %d by now; not copied",
+			 (int)pr->ppid, (int)pr->tgid, (int)pr->tgid);
+		return 0;
+	}
+	if (err == -EEXIST && settling)
+		return 0;
+	if (err) {
+		p->stats.copies_failed++;
+		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)pr->ppid, (int)pr->tgid,
+		       p->cfg.map_dir, (int)pr->tgid, res->why ? res->why : "",
+		       res->refused ? "" : ": ", res->refused ? "" : strerror(-err));
+		return 0;
+	}
+	/* Only a map that is nothing but the copy may later be deleted as such. */
+	if (res->kind == COPY_CREATED) {
+		pr->flags |= PROC_COPIED;
+		pr->copy_dev = res->map.dev;
+		pr->copy_ino = res->map.ino;
+		pr->copy_size = res->map.size;
+	}
+	if (res->kind != COPY_BY_RUNTIME)
+		own_map(pr, &res->map);
+	log_copy(p, pr, res);
+	return 0;
+}
+
+/* The uid's copy budget is spent: the copy is refused, said once, and counted. */
+static void over_budget(struct policy *p, const struct proc *pr, uint64_t cost, const char *what,
+			uint64_t now_ns)
+{
+	p->stats.copies_over_budget++;
+	pr_warn("copy %d -> %d: uid %u over its copy budget (%s: %llu bytes of data to copy, %llu left of %llu a second, %llu at most); not copied",
+		(int)pr->ppid, (int)pr->tgid, (unsigned)pr->uid, what, (unsigned long long)cost,
+		(unsigned long long)budget__left(p->copy_budget, pr->uid, now_ns),
+		(unsigned long long)p->cfg.copy_rate, (unsigned long long)p->cfg.copy_burst);
+}
+
+/* Large copies, and a uid's copies past its share of the loop's time, go to the worker. */
+static bool goes_to_worker(struct policy *p, const struct proc *pr, uint64_t cost, uint64_t now_ns)
+{
+	if (!p->cfg.defer_copy_bytes || !p->store.ops->copy_defer)
+		return false;
+	return cost > p->cfg.defer_copy_bytes || !budget__take(p->loop_budget, pr->uid, cost, now_ns);
+}
+
+/* Spend @pr's uid's budget on the copy, and make it: here, or in the worker (-EINPROGRESS). */
+static int start_copy(struct policy *p, struct proc *pr, struct copy_req *rq, enum copy_op op,
+		      uint64_t now_ns)
+{
+	uint64_t cost = copy_cost(rq->parent_map);
+	struct copy_result res = { 0 };
+	int err;
+
+	if (!budget__take(p->copy_budget, pr->uid, cost, now_ns)) {
+		over_budget(p, pr, cost, "budget spent", now_ns);
+		return 0;
+	}
+	rq->max_data = cost + COPY_SLACK;
+	if (goes_to_worker(p, pr, cost, now_ns)) {
+		err = p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets);
+		if (err) {
+			budget__settle(p->copy_budget, pr->uid, cost, 0);
+			over_budget(p, pr, cost, "as many of its copies queued as it may have", now_ns);
+			return 0;
+		}
+		p->stats.copies_deferred++;
+		pr->copy_ticket = p->tickets;
+		pr->copy_charged = cost;
+		pr->copy_op = op;
+		pr_debug("copy %d -> %d (%s): %llu bytes of data; made off the event loop",
+			 (int)pr->ppid, (int)pr->tgid, pr->comm, (unsigned long long)cost);
+		return -EINPROGRESS;
+	}
+	err = op == COPY_OP_CREATE ? p->store.ops->copy_create(p->store.ctx, rq, &res) :
+				     p->store.ops->copy_append(p->store.ctx, rq, &res);
+	return copy_finished(p, pr, op, err, &res, cost, false, now_ns);
+}
+
+/*
+ * Give @pr its parent's entries; 0 done, -EAGAIN to try again later,
+ * -EINPROGRESS when the worker makes the copy.
+ */
+static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at,
+			    enum copy_op op, uint64_t now_ns)
 {
 	struct proc *parent = proctab_find(&p->procs, pr->ppid);
 	struct copy_req rq = { .parent = pr->ppid, .child = pr->tgid,
-			       .child_start_ticks = pr->start_ticks, .uid = pr->uid, .gid = pr->gid };
-	struct copy_result res = { 0 };
+			       .child_start_ticks = pr->start_ticks, .child_start_ns = pr->start.lo,
+			       .uid = pr->uid, .gid = pr->gid };
 	struct map_info pm;
-	int err;
 
 	if (parent && parent->start.hi < pstart.lo)
 		parent = NULL;  /* the table holds a later process at the parent's pid */
@@ -497,43 +634,60 @@ static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstar
 		return 0;
 	}
 	rq.parent_map = &pm;
-	err = p->store.ops->copy_create(p->store.ctx, &rq, &res);
-	/* The child has a map: its runtime's, unless an exec made it a new image's. */
-	if (err == -EEXIST) {
-		if (execd(p, pr))
-			return 0;
-		err = p->store.ops->copy_append(p->store.ctx, &rq, &res);
-	}
-	if (err == -EAGAIN)
-		return err;
-	if (err == -ESRCH) {
-		pr_debug("copy %d -> %d: another process holds pid %d by now; not copied",
-			 (int)pr->ppid, (int)pr->tgid, (int)pr->tgid);
-		return 0;
-	}
-	if (err) {
+	return start_copy(p, pr, &rq, op, now_ns);
+}
+
+/* After a try at @pr's copy that returned @ret: wait for a runtime's line, or give up. */
+static void after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now_ns)
+{
+	if (ret == -EINPROGRESS)
+		return;  /* the worker's result decides */
+	if (ret != -EAGAIN) {
+		pr->retry_until_ns = 0;
+	} else if (!pr->retry_until_ns) {
+		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
+	} else if (now_ns >= pr->retry_until_ns) {
+		pr->retry_until_ns = 0;
 		p->stats.copies_failed++;
-		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)pr->ppid, (int)pr->tgid,
-		       p->cfg.map_dir, (int)pr->tgid, res.why ? res.why : "",
-		       res.refused ? "" : ": ", res.refused ? "" : strerror(-err));
-		return 0;
+		pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
+		       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
 	}
-	/* Only a map that is nothing but the copy may later be deleted as such. */
-	if (res.kind == COPY_CREATED) {
-		pr->flags |= PROC_COPIED;
-		pr->copy_dev = res.map.dev;
-		pr->copy_ino = res.map.ino;
-		pr->copy_size = res.map.size;
+}
+
+/*
+ * @pr execs or ends (@what): a copy of its in the worker is stopped, or, if
+ * it shows at the path already, taken as made, before the event is weighed.
+ * The event then sees the path as it would had the copy been made here.
+ */
+static void settle_copy(struct policy *p, struct proc *pr, const char *what, uint64_t now_ns)
+{
+	struct copy_result res = { 0 };
+	int err;
+
+	if (!pr->copy_ticket)
+		return;
+	err = p->store.ops->copy_settle(p->store.ctx, pr->tgid, pr->copy_ticket, &res);
+	pr->copy_ticket = 0;
+	pr->retry_until_ns = 0;
+	if (err == -ECANCELED) {
+		budget__settle(p->copy_budget, pr->uid, pr->copy_charged, 0);
+		if (!strcmp(what, "exec'd"))
+			p->stats.copies_skipped_exec++;
+		pr_debug("copy %d -> %d (%s): the child %s before its copy was made; stopped",
+			 (int)pr->ppid, (int)pr->tgid, pr->comm, what);
+		return;
 	}
-	if (res.kind != COPY_BY_RUNTIME)
-		own_map(pr, &res.map);
-	log_copy(p, pr, &res);
-	return 0;
+	if (err == -EINPROGRESS) {
+		pr_debug("copy %d -> %d (%s): the child %s while the parent's entries were being appended to its map",
+			 (int)pr->ppid, (int)pr->tgid, pr->comm, what);
+		return;
+	}
+	copy_finished(p, pr, (enum copy_op)pr->copy_op, err, &res, pr->copy_charged, true, now_ns);
 }
 
 static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = new_holder(p, ev);
+	struct proc *pr = new_holder(p, ev, now_ns);
 
 	if (!pr)
 		return;
@@ -542,14 +696,14 @@ static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t no
 	if (ev->flags & POLICY_EVF_VFORK)
 		return;
 	pr->retry_pstart = ev->pstart;
-	if (copy_from_parent(p, pr, ev->pstart, ev->at) == -EAGAIN)
-		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
+	after_copy(p, pr, copy_from_parent(p, pr, ev->pstart, ev->at, COPY_OP_CREATE, now_ns),
+		   now_ns);
 }
 
 /* A process a /proc scan found: as a fork, but it gets a copy only if it still runs its parent's image. */
 static void on_found(struct policy *p, const struct policy_event *ev, uint64_t now_ns)
 {
-	struct proc *pr = new_holder(p, ev), *parent;
+	struct proc *pr = new_holder(p, ev, now_ns), *parent;
 	bool same_image;
 	struct map_info mi;
 
@@ -565,8 +719,25 @@ static void on_found(struct policy *p, const struct policy_event *ev, uint64_t n
 	pr_info("scan: %d (%s) forked from %d unseen; copying", (int)pr->tgid, pr->comm,
 		(int)pr->ppid);
 	pr->retry_pstart = parent->start;
-	if (copy_from_parent(p, pr, parent->start, SPAN_UNKNOWN) == -EAGAIN)
-		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
+	after_copy(p, pr, copy_from_parent(p, pr, parent->start, SPAN_UNKNOWN, COPY_OP_CREATE, now_ns),
+		   now_ns);
+}
+
+void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
+		       const struct copy_result *res, uint64_t now_ns)
+{
+	struct proc *pr = proctab_find(&p->procs, child);
+
+	/* Settled already: the child exec'd or ended while its map was appended to. */
+	if (!pr || pr->copy_ticket != ticket) {
+		p->stats.copy_bytes += res->bytes;
+		pr_debug("copy -> %d: done after the child exec'd or ended (%s)", (int)child,
+			 err ? strerror(-err) : "appended");
+		return;
+	}
+	pr->copy_ticket = 0;
+	after_copy(p, pr, copy_finished(p, pr, (enum copy_op)pr->copy_op, err, res,
+					pr->copy_charged, false, now_ns), now_ns);
 }
 
 /* ---- exec ---- */
@@ -584,8 +755,10 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	 * holder is gone, and with it any wait of its map; this exec judges it.
 	 */
 	if (!pr || pr->start_ticks != ev->start_ticks) {
-		forget_earlier(p, ev);
+		forget_earlier(p, ev, now_ns);
 		retention__forget(p->retained, ev->pid);
+	} else {
+		settle_copy(p, pr, "exec'd", now_ns);
 	}
 	pr = track(p, ev);
 	if (!pr)
@@ -716,16 +889,11 @@ static void retry_copies(struct policy *p, uint64_t now_ns)
 
 	pidmap_for_each(&p->procs.map, i, n, next) {
 		pr = proc_of(n);
-		if (!pr->retry_until_ns)
+		/* One copy at a time: one in the worker tells when it is done. */
+		if (!pr->retry_until_ns || pr->copy_ticket)
 			continue;
-		if (copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN) != -EAGAIN) {
-			pr->retry_until_ns = 0;
-		} else if (now_ns >= pr->retry_until_ns) {
-			pr->retry_until_ns = 0;
-			p->stats.copies_failed++;
-			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
-			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
-		}
+		after_copy(p, pr, copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN,
+						   COPY_OP_CREATE, now_ns), now_ns);
 	}
 }
 
@@ -753,7 +921,10 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	p->cfg = *cfg;
 	p->store = store;
 	p->retained = retention__new();
-	if (!p->retained || proctab_init(&p->procs)) {
+	/* The burst is saved up from the start: a new agent lets a prefork burst through. */
+	p->copy_budget = budget__new(cfg->copy_rate, cfg->copy_burst);
+	p->loop_budget = budget__new(cfg->loop_copy_rate, cfg->loop_copy_rate);
+	if (!p->retained || !p->copy_budget || !p->loop_budget || proctab_init(&p->procs)) {
 		policy__free(p);
 		return NULL;
 	}
@@ -766,6 +937,8 @@ void policy__free(struct policy *p)
 		return;
 	proctab_fini(&p->procs);
 	retention__free(p->retained);
+	budget__free(p->copy_budget);
+	budget__free(p->loop_budget);
 	free(p);
 }
 

@@ -50,6 +50,8 @@ struct map_info {
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
+	/* Bytes on disk (st_blocks): less than @size in a sparse file; 0 when not known. */
+	uint64_t disk_bytes;
 	uid_t uid;
 	/* When this inode appeared at the path, per the inotify index; SPAN_UNKNOWN if it cannot say. */
 	struct span born;
@@ -69,9 +71,16 @@ enum map_entries {
 struct copy_req {
 	pid_t parent, child;
 	uint64_t child_start_ticks;   /* the copy is not linked in once another process holds the pid */
+	uint64_t child_start_ns;   /* CLOCK_BOOTTIME: an exec after it stops a copy off the loop */
 	uid_t uid;                 /* the child's: the copy is its file */
 	gid_t gid;
 	const struct map_info *parent_map;
+	uint64_t max_data;         /* bytes of the parent's data at most (-EFBIG); 0: no bound */
+};
+
+enum copy_op {
+	COPY_OP_CREATE,            /* copy_create(), then copy_append() on -EEXIST */
+	COPY_OP_APPEND,
 };
 
 enum copy_kind {
@@ -85,6 +94,7 @@ struct copy_result {
 	long entries;
 	struct map_info map;       /* the child's map as the copy left it */
 	uint64_t took_ns;
+	uint64_t bytes;            /* written by the copy */
 	const char *why;           /* words for an error */
 	bool refused;              /* @why is the hardened open's refusal, whole */
 };
@@ -143,6 +153,19 @@ struct mapstore_ops {
 	/* Append them to the child's own map; -EAGAIN while it ends in a partial line, -ESRCH as above. */
 	int (*copy_append)(void *ctx, const struct copy_req *rq, struct copy_result *res);
 	/*
+	 * Either of those off the event loop (NULL: none is): 0 when queued,
+	 * and the result comes back to policy__copy_done() with @ticket; -EAGAIN
+	 * when the queue holds as many of @rq->uid's copies as it may.
+	 */
+	int (*copy_defer)(void *ctx, const struct copy_req *rq, enum copy_op op, uint64_t ticket);
+	/*
+	 * A deferred copy, before the child's next event is weighed: -ECANCELED
+	 * when it was stopped and nothing of it will show; -EINPROGRESS when it
+	 * is being appended to the child's own map, and its result comes later;
+	 * else its result (0 or the copy's error, @res filled), now and only now.
+	 */
+	int (*copy_settle)(void *ctx, pid_t child, uint64_t ticket, struct copy_result *res);
+	/*
 	 * Move the map at @pid's path, which must still be @expect (-ESTALE), out
 	 * of the way: into the archive, or deleted for ARCHIVE_DROP. -EBUSY while
 	 * a process has it open for writing, -EAGAIN while the archive's queue
@@ -164,6 +187,12 @@ struct policy_config {
 	const char *archive_dir;
 	uint64_t retention_ns;        /* how long an exited process's map stays */
 	uint64_t max_map_bytes;       /* larger maps are neither copied nor archived */
+	/* Bytes of data each uid may have copied: per second, and saved up at most (0: no bound). */
+	uint64_t copy_rate, copy_burst;
+	/* Copies of more data go to the worker (0: none does)... */
+	uint64_t defer_copy_bytes;
+	/* ...and so do a uid's copies past this many bytes a second in the event loop (0: no bound). */
+	uint64_t loop_copy_rate;
 	bool dry_run;                 /* decide and say so; change nothing */
 };
 
@@ -171,6 +200,9 @@ struct policy_config {
 struct policy_stats {
 	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
 	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
+	uint64_t copies_deferred;      /* sent to the worker, off the event loop */
+	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
+	uint64_t copy_bytes;           /* written by copies */
 	uint64_t foreign_ns;           /* processes in another mount or pid namespace */
 	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */
 	uint64_t exec_archived;        /* the old image's map */
@@ -201,6 +233,12 @@ void policy__event(struct policy *p, const struct policy_event *ev, uint64_t now
  * holds the pid, it is handled as a map a listing found; else nothing.
  */
 void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns);
+/*
+ * A copy the store made off the event loop (copy_defer) is done: @err and
+ * @res as copy_create() or copy_append() would have returned them.
+ */
+void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
+		       const struct copy_result *res, uint64_t now_ns);
 /* Timers: copies waiting for a runtime to finish its line, retention, busy retries. */
 void policy__tick(struct policy *p, uint64_t now_ns);
 /*

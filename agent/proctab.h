@@ -32,6 +32,10 @@ struct proc {
 	/* The map last judged its own: not weighed again while it stays. */
 	dev_t own_dev;
 	ino_t own_ino;
+	/* A copy in the worker (policy__copy_done): its ticket (0: none), what it does, what it was charged. */
+	uint64_t copy_ticket;
+	uint64_t copy_charged;
+	int copy_op;
 	/* A copy waiting for the child's runtime to finish a line. */
 	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
 	struct span retry_pstart;

@@ -13,6 +13,7 @@
 
 #include "archive.h"
 #include "clock.h"
+#include "copier.h"
 #include "events.h"
 #include "mapfile.h"
 #include "mapname.h"
@@ -26,6 +27,7 @@ struct store {
 	struct mapwatch *mw;
 	struct events *ev;
 	struct archive *ar;
+	struct copier *copier;
 };
 
 static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
@@ -42,6 +44,7 @@ static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 	mi->dev = st.st_dev;
 	mi->ino = st.st_ino;
 	mi->size = st.st_size;
+	mi->disk_bytes = (uint64_t)st.st_blocks * 512;
 	mi->uid = st.st_uid;
 	mi->born = mapwatch__born(s->mw, pid, st.st_dev, st.st_ino);
 	mi->seen_ns = clock_boot_ns();
@@ -88,20 +91,31 @@ static bool store_same_image(void *ctx, pid_t child, pid_t parent)
 	       cd == pd && ci == pi;
 }
 
+/* What the loop learns of a copy that shows at the path: the index and BPF know at once. */
+static void copy_shown(struct store *s, pid_t child, int err, struct copy_result *res)
+{
+	if (err)
+		return;
+	if (res->kind == COPY_CREATED) {
+		res->map.seen_ns = clock_boot_ns();
+		/* Known at once, not when inotify says so: its exit may be in this batch. */
+		mapwatch__made(s->mw, child, res->map.dev, res->map.ino, res->map.born);
+		if (s->ev)
+			events__set_mapped(s->ev, child, true);
+	} else if (res->kind == COPY_APPENDED) {
+		res->map.born = mapwatch__born(s->mw, child, res->map.dev, res->map.ino);
+		res->map.seen_ns = clock_boot_ns();
+	}
+}
+
 static int store_copy_create(void *ctx, const struct copy_req *rq, struct copy_result *res)
 {
 	struct store *s = ctx;
 	int err;
 
-	err = mapfile_create(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
-	if (err)
-		return err;
-	res->map.seen_ns = clock_boot_ns();
-	/* Known at once, not when inotify says so: its exit may be in this batch. */
-	mapwatch__made(s->mw, rq->child, res->map.dev, res->map.ino, res->map.born);
-	if (s->ev)
-		events__set_mapped(s->ev, rq->child, true);
-	return 0;
+	err = mapfile_create(s->cfg.map_dir_fd, -1, rq, s->cfg.max_map_bytes, NULL, res);
+	copy_shown(s, rq->child, err, res);
+	return err;
 }
 
 static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_result *res)
@@ -109,11 +123,26 @@ static int store_copy_append(void *ctx, const struct copy_req *rq, struct copy_r
 	struct store *s = ctx;
 	int err;
 
-	err = mapfile_append(s->cfg.map_dir_fd, rq, s->cfg.max_map_bytes, res);
-	if (!err && res->kind == COPY_APPENDED) {
-		res->map.born = mapwatch__born(s->mw, rq->child, res->map.dev, res->map.ino);
-		res->map.seen_ns = clock_boot_ns();
-	}
+	err = mapfile_append(s->cfg.map_dir_fd, -1, rq, s->cfg.max_map_bytes, NULL, res);
+	copy_shown(s, rq->child, err, res);
+	return err;
+}
+
+static int store_copy_defer(void *ctx, const struct copy_req *rq, enum copy_op op, uint64_t ticket)
+{
+	struct store *s = ctx;
+
+	return copier__submit(s->copier, rq, op, ticket);
+}
+
+static int store_copy_settle(void *ctx, pid_t child, uint64_t ticket, struct copy_result *res)
+{
+	struct store *s = ctx;
+	int err;
+
+	err = copier__settle(s->copier, ticket, res);
+	if (err != -ECANCELED && err != -EINPROGRESS)
+		copy_shown(s, child, err, res);
 	return err;
 }
 
@@ -151,6 +180,8 @@ static const struct mapstore_ops store_ops = {
 	.same_image = store_same_image,
 	.copy_create = store_copy_create,
 	.copy_append = store_copy_append,
+	.copy_defer = store_copy_defer,
+	.copy_settle = store_copy_settle,
 	.archive = store_archive,
 };
 
@@ -165,12 +196,53 @@ struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
 	s->mw = mw;
 	s->ev = ev;
 	s->ar = ar;
+	s->copier = copier__open(&(struct copier_config){
+		.map_dir_fd = cfg->map_dir_fd, .max_map_bytes = cfg->max_map_bytes,
+		.threads = cfg->copy_threads, .queue_max = cfg->copy_queue_max,
+		.queue_per_uid = cfg->copy_queue_per_uid, .execd_since = store_execd_since,
+		.ctx = s });
+	if (!s->copier) {
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 
 void store__free(struct store *s)
 {
+	if (!s)
+		return;
+	copier__free(s->copier);
 	free(s);
+}
+
+int store__copy_fd(const struct store *s)
+{
+	return copier__fd(s->copier);
+}
+
+struct drain_ctx {
+	struct store *s;
+	store_copy_done_fn fn;
+	void *ctx;
+};
+
+static void on_copy_done(void *arg, pid_t child, uint64_t ticket, enum copy_op op, int err,
+			 const struct copy_result *res)
+{
+	struct drain_ctx *d = arg;
+	struct copy_result r = *res;
+
+	(void)op;
+	copy_shown(d->s, child, err, &r);
+	d->fn(d->ctx, child, ticket, err, &r);
+}
+
+void store__drain_copies(struct store *s, store_copy_done_fn fn, void *ctx)
+{
+	struct drain_ctx d = { s, fn, ctx };
+
+	copier__drain(s->copier, on_copy_done, &d);
 }
 
 struct mapstore store__mapstore(struct store *s)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -42,6 +43,15 @@ static struct fake {
 	/* What was done. */
 	int archived[NPIDS];       /* 1 + enum archive_reason of the last move; 0 none */
 	int archive_calls, creates, appends, entries_calls, looks;
+	/* The worker: the last copy sent to it, and what settling one does. */
+	int defer_err;             /* copy_defer fails with this, when not 0 */
+	int defers, settles;
+	bool settle_shows;         /* settling finds the copy at the path already */
+	uint64_t ticket;           /* of the last copy deferred */
+	enum copy_op op;
+	struct copy_req rq;
+	struct map_info rq_parent;
+	bool pending;              /* deferred, not done nor settled */
 } F;
 
 static int fake_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
@@ -110,6 +120,8 @@ static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_re
 	put_map(rq->child, rq->parent_map->size, span_at(F.now), ENTRIES_MAPPED);
 	res->kind = COPY_CREATED;
 	res->entries = 3;
+	/* As mapfile.c: the data, not the holes. */
+	res->bytes = rq->parent_map->disk_bytes ? rq->parent_map->disk_bytes : rq->parent_map->size;
 	res->map = F.map[rq->child].mi;
 	return 0;
 }
@@ -158,6 +170,42 @@ static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive
 	return 0;
 }
 
+static int fake_copy_defer(void *ctx, const struct copy_req *rq, enum copy_op op, uint64_t ticket)
+{
+	(void)ctx;
+	if (F.defer_err)
+		return F.defer_err;
+	F.defers++;
+	F.ticket = ticket;
+	F.op = op;
+	F.rq = *rq;
+	F.rq_parent = *rq->parent_map;
+	F.rq.parent_map = &F.rq_parent;
+	F.pending = true;
+	return 0;
+}
+
+/* The worker makes the last deferred copy as the store would have. */
+static int fake_make_deferred(struct copy_result *res)
+{
+	*res = (struct copy_result){ 0 };
+	F.pending = false;
+	return F.op == COPY_OP_CREATE ? fake_copy_create(NULL, &F.rq, res) :
+					fake_copy_append(NULL, &F.rq, res);
+}
+
+static int fake_copy_settle(void *ctx, pid_t child, uint64_t ticket, struct copy_result *res)
+{
+	(void)ctx;
+	F.settles++;
+	assert_int_equal(child, F.rq.child);
+	assert_true(ticket == F.ticket && F.pending);
+	if (F.settle_shows)
+		return fake_make_deferred(res);
+	F.pending = false;
+	return -ECANCELED;
+}
+
 static const struct mapstore_ops fake_ops = {
 	.look = fake_look,
 	.entries = fake_entries,
@@ -166,6 +214,8 @@ static const struct mapstore_ops fake_ops = {
 	.same_image = fake_same_image,
 	.copy_create = fake_copy_create,
 	.copy_append = fake_copy_append,
+	.copy_defer = fake_copy_defer,
+	.copy_settle = fake_copy_settle,
 	.archive = fake_archive,
 };
 
@@ -1045,6 +1095,297 @@ static void test_found_child_sharing_its_parents_image_proves_nothing(void **sta
 	assert_int_equal(stats()->by_mappings, 2);
 }
 
+/* ---- the cost of copies: sparse maps, budgets, the worker ---- */
+
+#define KB 1024ull
+#define MB (1024ull * 1024)
+
+/* A map of @size bytes of which only @disk_bytes are written: the rest is holes. */
+static void put_sparse_map(pid_t pid, uint64_t size, uint64_t disk_bytes, struct span born)
+{
+	put_map(pid, size, born, ENTRIES_MAPPED);
+	F.map[pid].mi.disk_bytes = disk_bytes;
+}
+
+/* The worker's copy done: its result back to the policy, as the event loop does. */
+static void finish_deferred(void)
+{
+	struct copy_result res;
+	int err = fake_make_deferred(&res);
+
+	policy__copy_done(P, F.rq.child, F.ticket, err, &res, F.now);
+}
+
+static void budget_config(uint64_t rate, uint64_t burst, uint64_t defer_bytes, uint64_t loop_rate)
+{
+	struct policy_config c = cfg;
+
+	c.max_map_bytes = 1ull << 30;
+	c.copy_rate = rate;
+	c.copy_burst = burst;
+	c.defer_copy_bytes = defer_bytes;
+	c.loop_copy_rate = loop_rate;
+	reconfigure(&c);
+}
+
+static void test_sparse_map_costs_what_its_parent_wrote(void **state)
+{
+	(void)state;
+	/* 1 MB a second for each uid: far less than the map's apparent 250 MB. */
+	budget_config(1 * MB, 1 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_sparse_map(10, 250 * MB, 4 * KB, span_at(2 * SEC));
+	for (pid_t c = 11; c <= 20; c++)
+		fork_at(c, 10, (5 + c) * SEC, 1 * SEC);
+	/* Ten copies of 4 KB of data, each small enough for the event loop. */
+	assert_int_equal(F.creates, 10);
+	assert_int_equal(F.defers, 0);
+	assert_int_equal(stats()->copies_created, 10);
+	assert_int_equal(stats()->copies_over_budget, 0);
+	assert_int_equal(stats()->copy_bytes, 40 * KB);
+}
+
+static void test_copy_budget_is_per_uid_and_refills_with_the_clock(void **state)
+{
+	struct policy_event ev = { .type = POLICY_EV_FORK, .comm = "other" };
+
+	(void)state;
+	budget_config(1 * MB, 1 * MB, 0, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 600 * KB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_created, 1);
+	/* 400 KB left: the next 600 KB copy of uid 1000 is refused, and counted. */
+	fork_at(12, 10, 5 * SEC + 1 * MS, 1 * SEC);
+	assert_int_equal(F.creates, 1);
+	assert_false(F.map[12].exists);
+	assert_int_equal(stats()->copies_over_budget, 1);
+	/* Another uid's copy is not charged to uid 1000. */
+	ev.pid = 13;
+	ev.ppid = 10;
+	ev.start_ticks = (5 * SEC + 2 * MS) / TICK;
+	ev.start = ev.at = span_at(5 * SEC + 2 * MS);
+	ev.pstart = span_at(1 * SEC);
+	ev.uid = ev.gid = 2000;
+	F.now = ev.at.hi;
+	policy__event(P, &ev, F.now);
+	assert_int_equal(F.creates, 2);
+	assert_true(F.map[13].exists);
+	/* A tenth of a second later, 100 KB more: still not enough. */
+	fork_at(14, 10, 5 * SEC + 100 * MS, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 2);
+	/* The agent's clock refills it: 1 MB a second. */
+	fork_at(15, 10, 6 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 2);
+	assert_true(F.map[15].exists);
+	assert_int_equal(stats()->copy_bytes, 3 * 600 * KB);
+}
+
+static void test_large_copy_is_made_by_the_worker_and_recorded_as_ours(void **state)
+{
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	/* Not in the event loop: queued, nothing at the path yet. */
+	assert_int_equal(F.creates, 0);
+	assert_int_equal(F.defers, 1);
+	assert_int_equal(F.op, COPY_OP_CREATE);
+	assert_int_equal(stats()->copies_deferred, 1);
+	assert_false(F.map[11].exists);
+	/* Retries wait for the worker: one copy at a time. */
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.defers, 1);
+	finish_deferred();
+	assert_true(F.map[11].exists);
+	assert_int_equal(stats()->copies_created, 1);
+	assert_int_equal(stats()->copy_bytes, 5 * MB);
+	/* Recorded as perfmapd's copy: the child's exec drops it, unwritten. */
+	exec_at(11, 5 * SEC, 6 * SEC);
+	assert_int_equal(F.settles, 0);
+	assert_int_equal(F.archived[11], 1 + ARCHIVE_DROP);
+}
+
+static void test_child_exec_while_its_copy_is_queued_stops_it(void **state)
+{
+	(void)state;
+	budget_config(10 * MB, 10 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.defers, 1);
+	/* The new image writes its own map; the exec stops the copy before it is weighed. */
+	put_map(11, 40, span_at(6 * SEC + 1 * MS), ENTRIES_MAPPED);
+	exec_at(11, 5 * SEC, 6 * SEC);
+	assert_int_equal(F.settles, 1);
+	assert_false(F.pending);
+	assert_int_equal(stats()->copies_skipped_exec, 1);
+	assert_int_equal(stats()->copies_created + stats()->copies_appended, 0);
+	/* The new image's own map stays, untouched. */
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(F.map[11].mi.size, 40);
+	/* The budget was given back: two more 5 MB copies fit in 10 MB. */
+	fork_at(12, 10, 7 * SEC, 1 * SEC);
+	finish_deferred();
+	fork_at(13, 10, 7 * SEC + 1 * MS, 1 * SEC);
+	finish_deferred();
+	assert_int_equal(stats()->copies_over_budget, 0);
+	assert_int_equal(stats()->copies_created, 2);
+}
+
+static void test_child_exec_after_its_copy_showed_drops_the_copy(void **state)
+{
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	/* Linked in before the exec was read, its result not drained yet: settling takes it. */
+	F.settle_shows = true;
+	exec_at(11, 5 * SEC, 6 * SEC);
+	assert_int_equal(F.settles, 1);
+	assert_int_equal(stats()->copies_created, 1);
+	/* Only the parent's entries, which the new image has none of. */
+	assert_int_equal(F.archived[11], 1 + ARCHIVE_DROP);
+	assert_false(F.map[11].exists);
+}
+
+static void test_child_exit_while_its_copy_is_queued(void **state)
+{
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	exit_at(11, 5 * SEC, 6 * SEC);
+	/* Stopped: nothing to retain, nothing made for a process that is gone. */
+	assert_int_equal(F.settles, 1);
+	assert_false(F.map[11].exists);
+	assert_int_equal(policy__retained(P), 0);
+	assert_int_equal(stats()->copies_created, 0);
+
+	/* Shown before the exit was read: the copy is the exited child's map, kept. */
+	F.settle_shows = true;
+	fork_at(12, 10, 7 * SEC, 1 * SEC);
+	exit_at(12, 7 * SEC, 8 * SEC);
+	assert_int_equal(F.settles, 2);
+	assert_true(F.map[12].exists);
+	assert_int_equal(policy__retained(P), 1);
+	assert_int_equal(stats()->copies_created, 1);
+}
+
+static void test_copy_done_for_a_child_gone_since_changes_nothing(void **state)
+{
+	uint64_t old_ticket;
+	struct copy_result res = { .kind = COPY_APPENDED, .entries = 3, .bytes = 5 * MB };
+
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	old_ticket = F.ticket;
+	exit_at(11, 5 * SEC, 6 * SEC);
+	/* The pid is another process's by now, with a copy of its own queued. */
+	fork_at(11, 10, 7 * SEC, 1 * SEC);
+	assert_int_equal(F.defers, 2);
+	/* A result of the first copy arriving late (an append in progress at the exit) is not the second's. */
+	res.map = (struct map_info){ .dev = 1, .ino = 999, .size = 5 * MB };
+	policy__copy_done(P, 11, old_ticket, 0, &res, F.now);
+	assert_int_equal(stats()->copies_appended, 0);
+	assert_int_equal(stats()->copy_bytes, 5 * MB);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 1);
+	assert_true(F.map[11].exists);
+}
+
+static void test_pid_reused_while_a_copy_is_queued_stops_it(void **state)
+{
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	/* Its exit lost: the next holder of pid 11 forks; the first one's copy must not land. */
+	fork_at(11, 1, 9 * SEC, 0);
+	assert_int_equal(F.settles, 1);
+	assert_false(F.map[11].exists);
+}
+
+static void test_deferred_create_finding_a_map_appends_to_it(void **state)
+{
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	/* The child's runtime made its map while the copy waited. */
+	put_map(11, 40, span_at(5 * SEC + 200), ENTRIES_MAPPED);
+	finish_deferred();
+	assert_int_equal(F.defers, 2);
+	assert_int_equal(F.op, COPY_OP_APPEND);
+	finish_deferred();
+	assert_int_equal(stats()->copies_appended, 1);
+	assert_int_equal(F.map[11].mi.size, 40 + 5 * MB);
+	/* A deferred append that meets an unfinished line is tried again, in the worker. */
+	put_map(12, 40, span_at(6 * SEC + 200), ENTRIES_MAPPED);
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	finish_deferred();
+	assert_int_equal(F.op, COPY_OP_APPEND);
+	F.append_eagain = 1;
+	finish_deferred();
+	assert_int_equal(F.defers, 4);
+	assert_false(F.pending);
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.defers, 5);
+	finish_deferred();
+	finish_deferred();
+	assert_int_equal(stats()->copies_appended, 2);
+	assert_int_equal(stats()->copies_failed, 0);
+}
+
+static void test_a_uids_many_small_copies_leave_the_event_loop(void **state)
+{
+	(void)state;
+	/* 1 MB a second of copies in the event loop for each uid. */
+	budget_config(0, 0, 64 * KB, 1 * MB);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 60 * KB, span_at(2 * SEC), ENTRIES_MAPPED);
+	for (pid_t c = 11; c < 11 + 16; c++)
+		fork_at(c, 10, 5 * SEC + c * MS, 1 * SEC);
+	/* 16 copies of 60 KB fit the loop's share; the 18th goes to the worker. */
+	assert_int_equal(F.creates, 16);
+	fork_at(27, 10, 5 * SEC + 27 * MS, 1 * SEC);
+	assert_int_equal(F.creates, 17);
+	fork_at(28, 10, 5 * SEC + 28 * MS, 1 * SEC);
+	assert_int_equal(F.creates, 17);
+	assert_int_equal(F.defers, 1);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 18);
+}
+
+static void test_a_full_queue_refuses_the_copy_and_says_so(void **state)
+{
+	(void)state;
+	budget_config(10 * MB, 10 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.defer_err = -EAGAIN;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 1);
+	assert_int_equal(stats()->copies_deferred, 0);
+	assert_false(F.map[11].exists);
+	/* Nothing was spent: two 5 MB copies still fit. */
+	F.defer_err = 0;
+	fork_at(12, 10, 5 * SEC + 1 * MS, 1 * SEC);
+	finish_deferred();
+	fork_at(13, 10, 5 * SEC + 2 * MS, 1 * SEC);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 2);
+	assert_int_equal(stats()->copies_over_budget, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1093,10 +1434,21 @@ int main(void)
 		T(test_a_map_seen_appearing_stays_its_parents_own),
 		T(test_a_scan_cut_short_ends_nobody),
 		T(test_found_child_sharing_its_parents_image_proves_nothing),
+		T(test_sparse_map_costs_what_its_parent_wrote),
+		T(test_copy_budget_is_per_uid_and_refills_with_the_clock),
+		T(test_large_copy_is_made_by_the_worker_and_recorded_as_ours),
+		T(test_child_exec_while_its_copy_is_queued_stops_it),
+		T(test_child_exec_after_its_copy_showed_drops_the_copy),
+		T(test_child_exit_while_its_copy_is_queued),
+		T(test_copy_done_for_a_child_gone_since_changes_nothing),
+		T(test_pid_reused_while_a_copy_is_queued_stops_it),
+		T(test_deferred_create_finding_a_map_appends_to_it),
+		T(test_a_uids_many_small_copies_leave_the_event_loop),
+		T(test_a_full_queue_refuses_the_copy_and_says_so),
 #undef T
 	};
 
 	/* The decisions' own log lines would drown cmocka's. */
-	log_max_level = LOG_ERROR;
+	log_max_level = getenv("TEST_LOG") ? LOG_DEBUG : LOG_ERROR;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,13 +9,17 @@
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
  *           [--startup-ms MS] [--fork-delay-ms MS] [--hold-ms MS] [--print-pids]
  *           [--report] [--serial] [--stop-first] [--check-own] [--child-append]
- *           [--exec CMD ARGS...]
+ *           [--sparse-mb N] [--latencies] [--child-hold-ms MS] [--exec CMD ARGS...]
  *
  * --stop-first stops the process (SIGSTOP) before anything else, so that a
  * test can let the agent act first; --check-own verifies at the end that the
  * process's own map is still at its path, beginning with its entries;
  * --child-append has each child append a line to its copy, as its runtime
- * would.
+ * would. --sparse-mb N makes the map sparse, as an attacker would: one more
+ * entry written N MiB into the file, a hole before it (its children cannot
+ * wait for a map, which holds NULs). --latencies prints each child's
+ * fork-to-map latency with --report ("lat_us N"), for a caller's percentiles.
+ * --child-hold-ms keeps each child alive that long, asleep (no CPU).
  *
  * Exit status: 0 when every child found its map complete (or none was asked
  * to look) and the checks asked for pass, 1 otherwise, 2 on usage or set-up
@@ -43,8 +47,9 @@ struct opts {
 	const char *dir;
 	const char *prefix;
 	unsigned long entries, children, run_ms, wait_ms, startup_ms, fork_delay_ms, hold_ms;
+	unsigned long sparse_mb, child_hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
-	int print_pids, report, serial, stop_first, check_own, child_append;
+	int print_pids, report, serial, stop_first, check_own, child_append, latencies;
 	char **exec_argv;
 };
 
@@ -273,6 +278,7 @@ static void child(const struct opts *o, unsigned char *code, const char *map, si
 		_exit(2);
 	if (o->run_ms)
 		run_code(code, o->entries, o->run_ms);
+	sleep_ms(o->child_hold_ms);
 	_exit(r.ok ? 0 : 1);
 }
 
@@ -317,6 +323,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "stop-first", no_argument, NULL, 'T' },
 		{ "check-own", no_argument, NULL, 'C' },
 		{ "child-append", no_argument, NULL, 'A' },
+		{ "sparse-mb", required_argument, NULL, 'M' },
+		{ "latencies", no_argument, NULL, 'L' },
+		{ "child-hold-ms", required_argument, NULL, 'K' },
 		{ "exec", no_argument, NULL, 'x' },
 		{ 0 },
 	};
@@ -332,6 +341,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'w': o->wait_ms = strtoul(optarg, NULL, 10); break;
 		case 'p': o->prefix = optarg; break;
 		case 's': o->startup_ms = strtoul(optarg, NULL, 10); break;
+		case 'L': o->latencies = 1; break;
+		case 'K': o->child_hold_ms = strtoul(optarg, NULL, 10); break;
+		case 'M': o->sparse_mb = strtoul(optarg, NULL, 10); break;
 		case 'H': o->hold_ms = strtoul(optarg, NULL, 10); break;
 		case 'D': o->fork_delay_ms = strtoul(optarg, NULL, 10); break;
 		case 'P': o->print_pids = 1; break;
@@ -355,7 +367,20 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
-	return o->entries ? 0 : -1;
+	return o->entries && !(o->sparse_mb && o->wait_ms) ? 0 : -1;
+}
+
+/* One more entry @mb MiB into the map, past a hole: the file's size, not its blocks. */
+static int make_sparse(int fd, unsigned long mb, const unsigned char *code)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "%lx %x sparse_tail\n",
+			 (unsigned long)(uintptr_t)code, SLOT);
+
+	/* The fd is O_APPEND, where pwrite() appends: extend, then append. */
+	if (ftruncate(fd, (off_t)(mb << 20) - n))
+		return -1;
+	return write(fd, line, n) == n ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -389,6 +414,11 @@ int main(int argc, char **argv)
 	map_fd = map ? write_map(map_path(&o, getpid()), map, len) : -1;
 	if (map_fd < 0) {
 		fprintf(stderr, "forkjit: %s: %s\n", map_path(&o, getpid()), strerror(errno));
+		return 2;
+	}
+	if (o.sparse_mb && make_sparse(map_fd, o.sparse_mb, code)) {
+		fprintf(stderr, "forkjit: %s: cannot make it sparse: %s\n", map_path(&o, getpid()),
+			strerror(errno));
 		return 2;
 	}
 	if (o.exec_argv) {
@@ -431,6 +461,8 @@ int main(int argc, char **argv)
 	if (o.report && o.wait_ms) {
 		qsort(lat, ok, sizeof(*lat), cmp_u64);
 		printf("complete %zu/%lu\n", ok, o.children);
+		for (i = 0; o.latencies && i < ok; i++)
+			printf("lat_us %.1f\n", lat[i] / 1e3);
 		if (ok)
 			printf("latency_us p50 %.1f p99 %.1f max %.1f\n", lat[ok / 2] / 1e3,
 			       lat[(ok * 99) / 100 < ok ? (ok * 99) / 100 : ok - 1] / 1e3,

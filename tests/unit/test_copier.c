@@ -1,0 +1,251 @@
+/*
+ * copier and mapfile: a child's copy made by a worker thread, holes and
+ * all; a copy settled before it shows never shows; the queue's bounds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "copier.h"
+#include "log.h"
+#include "procfs.h"
+#include "testutil.h"
+
+#define PARENT 4000001          /* only a name: the parent's map is read, never its process */
+#define SPARSE_SIZE (64 << 20)
+#define HEAD "1000 10 first\n2000 10 second\n"
+#define TAIL "3000 10 past_the_hole\n"
+
+static char *dir;
+static int dir_fd;
+static struct copier *C;
+static struct map_info parent_map;
+static struct copy_req rq;
+
+/* What copier__drain() handed back. */
+static struct {
+	int calls, err;
+	uint64_t ticket;
+	struct copy_result res;
+} done;
+
+static void on_done(void *ctx, pid_t child, uint64_t ticket, enum copy_op op, int err,
+		    const struct copy_result *res)
+{
+	(void)ctx;
+	(void)op;
+	assert_int_equal(child, getpid());
+	done.calls++;
+	done.err = err;
+	done.ticket = ticket;
+	done.res = *res;
+}
+
+static void open_copier(unsigned int threads, unsigned int per_uid)
+{
+	const struct copier_config cfg = {
+		.map_dir_fd = dir_fd, .max_map_bytes = 1ull << 30, .threads = threads,
+		.queue_max = 16, .queue_per_uid = per_uid,
+	};
+
+	C = copier__open(&cfg);
+	assert_non_null(C);
+}
+
+/* The parent's map at its path, and the request for a copy of it to us (the child). */
+static void make_parent(bool sparse)
+{
+	const char *path = tu_map_path(dir, PARENT);
+	struct proc_info self;
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, HEAD, strlen(HEAD)), (ssize_t)strlen(HEAD));
+	if (sparse)
+		assert_int_equal(ftruncate(fd, SPARSE_SIZE - strlen(TAIL)), 0);
+	assert_int_equal(write(fd, TAIL, strlen(TAIL)), (ssize_t)strlen(TAIL));
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	parent_map = (struct map_info){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+					.disk_bytes = (uint64_t)st.st_blocks * 512, .uid = st.st_uid };
+	assert_int_equal(procfs_read(getpid(), &self), 0);
+	rq = (struct copy_req){ .parent = PARENT, .child = getpid(),
+				.child_start_ticks = self.start_ticks, .uid = getuid(),
+				.gid = getgid(), .parent_map = &parent_map };
+}
+
+/* Wait (10 s at most) until the workers announce a copy, and drain it. */
+static void wait_done(void)
+{
+	struct pollfd pfd = { .fd = copier__fd(C), .events = POLLIN };
+	int i;
+
+	for (i = 0; i < 100 && !done.calls; i++) {
+		poll(&pfd, 1, 100);
+		copier__drain(C, on_done, NULL);
+	}
+	assert_int_equal(done.calls, 1);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&done, 0, sizeof(done));
+	dir = tu_mkdtemp();
+	if (!dir)
+		return -1;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dir_fd >= 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	copier__free(C);
+	C = NULL;
+	close(dir_fd);
+	tu_rmdir(dir);
+	return 0;
+}
+
+static void test_sparse_parent_is_copied_without_its_holes(void **state)
+{
+	char child[4096], buf[64];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	make_parent(true);
+	snprintf(child, sizeof(child), "%s", tu_map_path(dir, getpid()));
+	/* What the policy charges: the blocks on disk, not 64 MB. */
+	assert_true(parent_map.disk_bytes < (1 << 20));
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 7), 0);
+	wait_done();
+	assert_int_equal(done.err, 0);
+	assert_true(done.ticket == 7);
+	assert_int_equal(done.res.kind, COPY_CREATED);
+	assert_int_equal(done.res.entries, 3);
+	/* Written: the data, not the hole. */
+	assert_true(done.res.bytes >= strlen(HEAD) + strlen(TAIL));
+	assert_true(done.res.bytes < (1 << 20));
+	assert_int_equal(stat(child, &st), 0);
+	assert_int_equal(st.st_size, SPARSE_SIZE);
+	assert_true((uint64_t)st.st_blocks * 512 < (1 << 20));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_true(done.res.map.ino == st.st_ino);
+	/* Byte for byte where the parent wrote. */
+	fd = open(child, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, strlen(HEAD), 0), (ssize_t)strlen(HEAD));
+	assert_memory_equal(buf, HEAD, strlen(HEAD));
+	assert_int_equal(pread(fd, buf, strlen(TAIL), SPARSE_SIZE - strlen(TAIL)),
+			 (ssize_t)strlen(TAIL));
+	assert_memory_equal(buf, TAIL, strlen(TAIL));
+	close(fd);
+}
+
+static void test_append_reads_only_the_parents_data(void **state)
+{
+	const char *own = "5000 10 own\n";
+	size_t len;
+	char *text;
+
+	(void)state;
+	make_parent(true);
+	tu_write(tu_map_path(dir, getpid()), own, strlen(own));
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_APPEND, 8), 0);
+	wait_done();
+	assert_int_equal(done.err, 0);
+	assert_int_equal(done.res.kind, COPY_APPENDED);
+	/*
+	 * The tail's line begins in the hole (NULs first): no reader takes it
+	 * from the parent's map, and it is not taken into the child's either.
+	 */
+	assert_int_equal(done.res.entries, 2);
+	text = tu_read(tu_map_path(dir, getpid()), &len);
+	assert_non_null(text);
+	/* The runtime's own line, then the parent's two, no NULs. */
+	assert_int_equal(len, strlen(text));
+	assert_int_equal(tu_count_char(text, len, '\n'), 3);
+	assert_true(!strncmp(text, own, strlen(own)));
+	assert_non_null(strstr(text, "2000 10 second\n"));
+	assert_true(done.res.bytes == len - strlen(own));
+	free(text);
+}
+
+static void test_copy_settled_while_queued_never_shows(void **state)
+{
+	struct copy_result res = { 0 };
+
+	(void)state;
+	make_parent(false);
+	/* No worker: the copies wait in the queue. */
+	open_copier(0, 2);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 1), 0);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 2), 0);
+	/* A uid's share of the queue is bounded. */
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 3), -EAGAIN);
+	assert_int_equal(copier__settle(C, 1, &res), -ECANCELED);
+	assert_int_equal(copier__settle(C, 2, &res), -ECANCELED);
+	/* Settled twice, or never queued: nothing of it will show either. */
+	assert_int_equal(copier__settle(C, 2, &res), -ECANCELED);
+	assert_int_equal(access(tu_map_path(dir, getpid()), F_OK), -1);
+	copier__drain(C, on_done, NULL);
+	assert_int_equal(done.calls, 0);
+}
+
+static void test_copy_past_its_data_bound_stops_unshown(void **state)
+{
+	(void)state;
+	make_parent(false);
+	/* The parent's map grew past what the policy charged for. */
+	rq.max_data = 8;
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 9), 0);
+	wait_done();
+	assert_int_equal(done.err, -EFBIG);
+	assert_int_equal(access(tu_map_path(dir, getpid()), F_OK), -1);
+}
+
+static void test_copy_of_a_replaced_parent_map_is_refused(void **state)
+{
+	(void)state;
+	make_parent(false);
+	/* Judged one file; another is at the path by now. */
+	parent_map.ino++;
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 10), 0);
+	wait_done();
+	assert_int_equal(done.err, -EAGAIN);
+	assert_int_equal(access(tu_map_path(dir, getpid()), F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_sparse_parent_is_copied_without_its_holes),
+		T(test_append_reads_only_the_parents_data),
+		T(test_copy_settled_while_queued_never_shows),
+		T(test_copy_past_its_data_bound_stops_unshown),
+		T(test_copy_of_a_replaced_parent_map_is_refused),
+#undef T
+	};
+
+	log_max_level = LOG_ERROR;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

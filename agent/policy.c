@@ -430,22 +430,34 @@ static struct proc *new_holder(struct policy *p, const struct policy_event *ev, 
 
 /* ---- fork: the parent's entries for the child ---- */
 
+/*
+ * From the fork to the link, by BPF's clock and the index's: the agent's
+ * part of a child's wait for its map. -1 when a time is not exact.
+ */
+static double ms_after_fork(const struct proc *pr, const struct copy_result *res)
+{
+	if (pr->start.lo != pr->start.hi || res->map.born.hi == UINT64_MAX ||
+	    res->map.born.hi < pr->start.lo)
+		return -1;
+	return (res->map.born.hi - pr->start.lo) / 1e6;
+}
+
 static void log_copy(struct policy *p, const struct proc *pr, const struct copy_result *res)
 {
-	double ms = res->took_ns / 1e6;
+	double ms = res->took_ns / 1e6, after = ms_after_fork(pr, res);
 
 	switch (res->kind) {
 	case COPY_CREATED:
 		p->stats.copies_created++;
 		/* Settled before the worker counted its lines: the bytes say as much. */
 		if (res->entries < 0)
-			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %llu bytes of entries (%.2f ms)",
+			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %llu bytes of entries (%.2f ms; %.2f ms after the fork)",
 				(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
-				(unsigned long long)res->bytes, ms);
+				(unsigned long long)res->bytes, ms, after);
 		else
-			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms)",
+			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %ld entries (%.2f ms; %.2f ms after the fork)",
 				(int)pr->ppid, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
-				res->entries, ms);
+				res->entries, ms, after);
 		break;
 	case COPY_APPENDED:
 		p->stats.copies_appended++;

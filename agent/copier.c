@@ -117,9 +117,21 @@ static void gate_leave(void *arg, int err, const struct copy_result *res)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Between chunks: a copy settled (stopped) or an agent stopping writes no more. */
+static bool gate_stopped(void *arg)
+{
+	struct copy_job *j = arg;
+	bool stopped;
+
+	pthread_mutex_lock(&j->c->lock);
+	stopped = j->settled || j->c->stop;
+	pthread_mutex_unlock(&j->c->lock);
+	return stopped;
+}
+
 static void make_copy(struct copier *c, struct copy_job *j, struct copy_result *res)
 {
-	const struct copy_gate gate = { gate_enter, gate_leave, j };
+	const struct copy_gate gate = { gate_enter, gate_leave, gate_stopped, j };
 	int err;
 
 	j->rq.parent_map = &j->parent_map;

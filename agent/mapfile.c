@@ -175,10 +175,10 @@ static void write_behind(struct write_behind *wb, int fd, off_t lo, off_t len)
  * bytes of data: -EFBIG. The file is unnamed until done, so nobody sees a part.
  */
 static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
-		      bool behind, uint64_t *written)
+		      const struct copy_gate *gate, uint64_t *written)
 {
 	off_t end = whole_lines_end(parent_fd, (off_t)limit), off = 0, lo, hi;
-	struct write_behind wb = { .on = behind };
+	struct write_behind wb = { .on = gate != NULL };
 	int err;
 
 	*written = 0;
@@ -187,6 +187,9 @@ static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_
 			hi = lo + WRITE_BEHIND_CHUNK;
 		if (max_data && *written + (hi - lo) > max_data)
 			return -EFBIG;
+		/* Stopped (the child exec'd or ended, the agent stops): no more to write. */
+		if (gate && gate->stopped && gate->stopped(gate->arg))
+			return -ECANCELED;
 		err = copy_range(parent_fd, dst_fd, lo, hi);
 		if (err)
 			return err;
@@ -391,11 +394,11 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 	}
 	/* Whole lines up to the size now: the parent may be appending as we read. */
 	/* Off the loop (gated), a copy may be large: written behind. */
-	copied = copy_raw(pfd, pst.st_size, rq->max_data, fd, gate != NULL, &res->bytes);
+	copied = copy_raw(pfd, pst.st_size, rq->max_data, fd, gate, &res->bytes);
 	if (copied < 0) {
 		err = (int)copied;
 		res->why = err == -EFBIG ? "cannot be filled: the parent's map grew past what was allowed for it" :
-					   "cannot be filled with the parent's entries";
+			   err == -ECANCELED ? "stopped" : "cannot be filled with the parent's entries";
 		goto close_fd;
 	}
 	/* Whoever waits on this copy learns at once whether it shows at the path. */

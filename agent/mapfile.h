@@ -9,11 +9,13 @@
 /*
  * For a copy made off the event loop (copier.c): enter() is called just
  * before the copy can show at the child's path (0 goes on, else that error
- * stops it, nothing shown), leave() once it shows or failed to.
+ * stops it, nothing shown), leave() once it shows or failed to; stopped(),
+ * between chunks of a large copy, ends one nobody waits for any more.
  */
 struct copy_gate {
 	int (*enter)(void *arg);
 	void (*leave)(void *arg, int err, const struct copy_result *res);
+	bool (*stopped)(void *arg);
 	void *arg;
 };
 

@@ -234,6 +234,60 @@ static void test_copy_of_a_replaced_parent_map_is_refused(void **state)
 	assert_int_equal(access(tu_map_path(dir, getpid()), F_OK), -1);
 }
 
+/* A parent's map of @mb MiB of lines, all data. */
+static void make_dense_parent(int mb)
+{
+	static char chunk[1 << 20];
+	size_t i, n = strlen(HEAD);
+	int fd, k;
+
+	for (i = 0; i + n <= sizeof(chunk); i += n)
+		memcpy(chunk + i, HEAD, n);
+	make_parent(false);
+	fd = open(tu_map_path(dir, PARENT), O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (k = 0; k < mb; k++)
+		assert_int_equal(write(fd, chunk, i), (ssize_t)i);
+	close(fd);
+	make_parent(false);  /* the request for the file as it is now */
+}
+
+static void test_settling_a_running_copy_shows_all_or_nothing(void **state)
+{
+	struct copy_result res;
+	struct stat st;
+	int round, err;
+
+	(void)state;
+	make_dense_parent(16);
+	/* Settled at different moments of the copy: stopped and absent, or whole. */
+	for (round = 0; round < 4; round++) {
+		unlink(tu_map_path(dir, getpid()));
+		open_copier(1, 4);
+		assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 20 + round), 0);
+		/* The last round settles a finished copy: it is there, whole. */
+		if (round == 3) {
+			struct pollfd pfd = { .fd = copier__fd(C), .events = POLLIN };
+
+			assert_int_equal(poll(&pfd, 1, 30000), 1);
+		} else {
+			usleep(round * 20000);
+		}
+		res = (struct copy_result){ 0 };
+		err = copier__settle(C, 20 + round, &res);
+		copier__free(C);  /* the workers done: whatever was to show has */
+		C = NULL;
+		if (err == -ECANCELED) {
+			assert_int_equal(access(tu_map_path(dir, getpid()), F_OK), -1);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		assert_int_equal(stat(tu_map_path(dir, getpid()), &st), 0);
+		assert_int_equal(st.st_size, parent_map.size);
+		assert_true(res.map.ino == st.st_ino);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +297,7 @@ int main(void)
 		T(test_copy_settled_while_queued_never_shows),
 		T(test_copy_past_its_data_bound_stops_unshown),
 		T(test_copy_of_a_replaced_parent_map_is_refused),
+		T(test_settling_a_running_copy_shows_all_or_nothing),
 #undef T
 	};
 

@@ -15,6 +15,7 @@ struct bucket {
 	struct pidmap_node node;   /* keyed by the uid */
 	uint64_t level;            /* bytes left at @at_ns */
 	uint64_t at_ns;
+	uint64_t said_ns;          /* budget__quiet(): when something was last said; 0 never */
 };
 
 struct budget {
@@ -120,6 +121,18 @@ void budget__settle(struct budget *b, uid_t uid, uint64_t taken, uint64_t used)
 		k->level = taken - used >= b->burst - k->level ? b->burst : k->level + (taken - used);
 	else
 		k->level = used - taken >= k->level ? 0 : k->level - (used - taken);
+}
+
+bool budget__quiet(struct budget *b, uid_t uid, uint64_t now_ns, uint64_t interval_ns)
+{
+	struct bucket *k = bucket_of(b, uid, now_ns);
+
+	if (!k)
+		return true;  /* no memory: say nothing rather than flood */
+	if (k->said_ns && now_ns < k->said_ns + interval_ns)
+		return true;
+	k->said_ns = now_ns ? now_ns : 1;
+	return false;
 }
 
 uint64_t budget__left(struct budget *b, uid_t uid, uint64_t now_ns)

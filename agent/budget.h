@@ -19,6 +19,11 @@ void budget__free(struct budget *b);
 bool budget__take(struct budget *b, uid_t uid, uint64_t bytes, uint64_t now_ns);
 /* Give back what a copy did not use; take more for what it used beyond its estimate. */
 void budget__settle(struct budget *b, uid_t uid, uint64_t taken, uint64_t used);
+/*
+ * Was something said of @uid within @interval_ns before @now_ns? If not,
+ * it is being said now (false). For log lines an adversary could repeat.
+ */
+bool budget__quiet(struct budget *b, uid_t uid, uint64_t now_ns, uint64_t interval_ns);
 /* What @uid has left at @now_ns (UINT64_MAX without a bound), for messages. */
 uint64_t budget__left(struct budget *b, uid_t uid, uint64_t now_ns);
 

@@ -518,6 +518,12 @@ static uint64_t copy_cost(const struct map_info *pm)
 static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at,
 			    enum copy_op op, uint64_t now_ns);
 
+/* Is there a worker to make large copies? */
+static bool can_defer(const struct policy *p)
+{
+	return p->cfg.defer_copy_bytes && p->store.ops->copy_defer;
+}
+
 /*
  * A copy's outcome, made here or in the worker: 0 done, -EAGAIN to try
  * again later, -EINPROGRESS when the worker took what follows (an append).
@@ -569,12 +575,20 @@ static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int
 	return 0;
 }
 
-/* The uid's copy budget is spent: the copy is refused, said once, and counted. */
+/* A uid's refusals are said at most this often; all are counted. */
+#define OVER_BUDGET_QUIET_NS 1000000000ull
+
+/* The uid's copy budget is spent: the copy is refused, said (once a second per uid), and counted. */
 static void over_budget(struct policy *p, const struct proc *pr, uint64_t cost, const char *what,
 			uint64_t now_ns)
 {
 	p->stats.copies_over_budget++;
-	pr_warn("copy %d -> %d: uid %u over its copy budget (%s: %llu bytes of data to copy, %llu left of %llu a second, %llu at most); not copied",
+	if (budget__quiet(p->copy_budget, pr->uid, now_ns, OVER_BUDGET_QUIET_NS)) {
+		pr_debug("copy %d -> %d: uid %u over its copy budget (%s); not copied",
+			 (int)pr->ppid, (int)pr->tgid, (unsigned)pr->uid, what);
+		return;
+	}
+	pr_warn("copy %d -> %d: uid %u over its copy budget (%s: %llu bytes of data to copy, %llu left of %llu a second, %llu at most); not copied, and its other refusals this second only counted",
 		(int)pr->ppid, (int)pr->tgid, (unsigned)pr->uid, what, (unsigned long long)cost,
 		(unsigned long long)budget__left(p->copy_budget, pr->uid, now_ns),
 		(unsigned long long)p->cfg.copy_rate, (unsigned long long)p->cfg.copy_burst);
@@ -583,12 +597,36 @@ static void over_budget(struct policy *p, const struct proc *pr, uint64_t cost, 
 /* Large copies, and a uid's copies past its share of the loop's time, go to the worker. */
 static bool goes_to_worker(struct policy *p, const struct proc *pr, uint64_t cost, uint64_t now_ns)
 {
-	if (!p->cfg.defer_copy_bytes || !p->store.ops->copy_defer)
+	if (!can_defer(p))
 		return false;
 	return cost > p->cfg.defer_copy_bytes || !budget__take(p->loop_budget, pr->uid, cost, now_ns);
 }
 
-/* Spend @pr's uid's budget on the copy, and make it: here, or in the worker (-EINPROGRESS). */
+/* Send the copy, charged @cost, to the worker: -EINPROGRESS, or 0 when its queue is full. */
+static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, enum copy_op op,
+		      uint64_t cost, uint64_t now_ns)
+{
+	/* Bounded by the apparent size: blocks on disk undercount a compressed file's data. */
+	rq->max_data = rq->parent_map->size + COPY_SLACK;
+	if (p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets)) {
+		budget__settle(p->copy_budget, pr->uid, cost, 0);
+		over_budget(p, pr, cost, "as many of its copies queued as it may have", now_ns);
+		return 0;
+	}
+	p->stats.copies_deferred++;
+	pr->copy_ticket = p->tickets;
+	pr->copy_charged = cost;
+	pr->copy_op = op;
+	pr_debug("copy %d -> %d (%s): %llu bytes of data; made off the event loop",
+		 (int)pr->ppid, (int)pr->tgid, pr->comm, (unsigned long long)cost);
+	return -EINPROGRESS;
+}
+
+/*
+ * Spend @pr's uid's budget on the copy, and make it: here, or in the worker
+ * (-EINPROGRESS). Here, it may hold only what the loop's share allows: a
+ * file whose blocks said less than its data (compressed) goes to the worker.
+ */
 static int start_copy(struct policy *p, struct proc *pr, struct copy_req *rq, enum copy_op op,
 		      uint64_t now_ns)
 {
@@ -600,25 +638,22 @@ static int start_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 		over_budget(p, pr, cost, "budget spent", now_ns);
 		return 0;
 	}
-	rq->max_data = cost + COPY_SLACK;
-	if (goes_to_worker(p, pr, cost, now_ns)) {
-		err = p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets);
-		if (err) {
-			budget__settle(p->copy_budget, pr->uid, cost, 0);
-			over_budget(p, pr, cost, "as many of its copies queued as it may have", now_ns);
-			return 0;
-		}
-		p->stats.copies_deferred++;
-		pr->copy_ticket = p->tickets;
-		pr->copy_charged = cost;
-		pr->copy_op = op;
-		pr_debug("copy %d -> %d (%s): %llu bytes of data; made off the event loop",
-			 (int)pr->ppid, (int)pr->tgid, pr->comm, (unsigned long long)cost);
-		return -EINPROGRESS;
-	}
+	if (goes_to_worker(p, pr, cost, now_ns))
+		return defer_copy(p, pr, rq, op, cost, now_ns);
+	rq->max_data = (can_defer(p) ? cost : rq->parent_map->size) + COPY_SLACK;
 	err = op == COPY_OP_CREATE ? p->store.ops->copy_create(p->store.ctx, rq, &res) :
 				     p->store.ops->copy_append(p->store.ctx, rq, &res);
-	return copy_finished(p, pr, op, err, &res, cost, false, now_ns);
+	if (err != -EFBIG || !can_defer(p))
+		return copy_finished(p, pr, op, err, &res, cost, false, now_ns);
+	/* More data than its blocks: charged again at its apparent size, for the worker. */
+	budget__settle(p->copy_budget, pr->uid, cost, res.bytes);
+	p->stats.copy_bytes += res.bytes;
+	cost = rq->parent_map->size;
+	if (!budget__take(p->copy_budget, pr->uid, cost, now_ns)) {
+		over_budget(p, pr, cost, "budget spent", now_ns);
+		return 0;
+	}
+	return defer_copy(p, pr, rq, op, cost, now_ns);
 }
 
 /*

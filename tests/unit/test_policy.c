@@ -52,6 +52,7 @@ static struct fake {
 	struct copy_req rq;
 	struct map_info rq_parent;
 	bool pending;              /* deferred, not done nor settled */
+	uint64_t data[NPIDS];      /* bytes of data in a map when not its blocks (compressed); 0: its blocks */
 } F;
 
 static int fake_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
@@ -108,10 +109,23 @@ static void put_map(pid_t pid, uint64_t size, struct span born, enum map_entries
 	F.map[pid].entries = entries;
 }
 
+/* What a copy of the parent's map reads and writes: its data, not its holes. */
+static uint64_t fake_data(const struct copy_req *rq)
+{
+	const struct map_info *pm = rq->parent_map;
+
+	if (F.data[rq->parent])
+		return F.data[rq->parent];
+	return pm->disk_bytes && pm->disk_bytes < pm->size ? pm->disk_bytes : pm->size;
+}
+
 static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_result *res)
 {
 	(void)ctx;
 	F.creates++;
+	/* As mapfile.c: more data than allowed stops the copy. */
+	if (rq->max_data && fake_data(rq) > rq->max_data)
+		return -EFBIG;
 	/* In the real store's order: whose pid it is, then what is at the path. */
 	if (F.taken[rq->child])
 		return -ESRCH;
@@ -121,7 +135,7 @@ static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_re
 	res->kind = COPY_CREATED;
 	res->entries = 3;
 	/* As mapfile.c: the data, not the holes. */
-	res->bytes = rq->parent_map->disk_bytes ? rq->parent_map->disk_bytes : rq->parent_map->size;
+	res->bytes = fake_data(rq);
 	res->map = F.map[rq->child].mi;
 	return 0;
 }
@@ -1386,6 +1400,29 @@ static void test_a_full_queue_refuses_the_copy_and_says_so(void **state)
 	assert_int_equal(stats()->copies_over_budget, 1);
 }
 
+static void test_compressed_map_goes_to_the_worker_at_its_apparent_size(void **state)
+{
+	(void)state;
+	budget_config(8 * MB, 8 * MB, 1 * MB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	/* 5 MB of lines in 100 KB of blocks (a compressing file system): not a small copy. */
+	put_sparse_map(10, 5 * MB, 100 * KB, span_at(2 * SEC));
+	F.data[10] = 5 * MB;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	/* The loop's try stopped at its bound; the worker has it, charged 5 MB. */
+	assert_int_equal(F.creates, 1);
+	assert_int_equal(F.defers, 1);
+	assert_true(F.rq.max_data >= 5 * MB);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 1);
+	assert_int_equal(stats()->copies_failed, 0);
+	assert_int_equal(stats()->copy_bytes, 5 * MB);
+	/* 3 MB left of 8: a second such copy is refused. */
+	fork_at(12, 10, 5 * SEC + 1 * MS, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 1);
+	assert_false(F.map[12].exists);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1445,6 +1482,7 @@ int main(void)
 		T(test_deferred_create_finding_a_map_appends_to_it),
 		T(test_a_uids_many_small_copies_leave_the_event_loop),
 		T(test_a_full_queue_refuses_the_copy_and_says_so),
+		T(test_compressed_map_goes_to_the_worker_at_its_apparent_size),
 #undef T
 	};
 

@@ -27,7 +27,8 @@ TEST_AGENT_policy := agent/policy.c agent/budget.c agent/retention.c agent/proct
 TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \
 	agent/archive_quota.c agent/clock.c agent/log.c
-TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/procfs.c agent/clock.c agent/log.c
+TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/privs.c agent/procfs.c agent/clock.c \
+	agent/log.c
 
 # deps first, alone: the rest needs what it installs.
 test:
@@ -42,14 +43,14 @@ $(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIBA) $(
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $(TEST_INCLUDES) $(CFLAGS) -o $@ $< tests/unit/testutil.c \
-		$(TEST_AGENT_$*) $(LIBA) -lcmocka
+		$(TEST_AGENT_$*) $(LIBA) -lcmocka $(CAPNG_LIBS)
 
 # The library is compiled into each sanitized test, so it is checked too.
 $(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIB_SRCS) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $(TEST_INCLUDES) -Iperfmap -O1 -g -o $@ $< \
-		tests/unit/testutil.c $(TEST_AGENT_$*) $(LIB_SRCS) -lcmocka
+		tests/unit/testutil.c $(TEST_AGENT_$*) $(LIB_SRCS) -lcmocka $(CAPNG_LIBS)
 
 unit: $(UNIT_BINS)
 	@sh tests/run-unit.sh $(UNIT_BINS)

@@ -32,8 +32,7 @@ int evrecord__decode(const void *data, size_t len, const struct evrecord_ctx *ct
 	pe->at = span_at(e.ts_ns);
 	pe->uid = e.uid;
 	pe->gid = e.gid;
-	memcpy(pe->comm, e.comm, sizeof(pe->comm));
-	log_printable(pe->comm, sizeof(pe->comm));
+	log_escape(pe->comm, sizeof(pe->comm), e.comm, sizeof(e.comm), LOG_ESC_REVERSIBLE);
 	*rec = e;
 	return 0;
 }

@@ -408,6 +408,8 @@ static void on_tick(struct daemon *d, struct loop *l)
 		resync(d);
 	}
 	policy__tick(d->policy, clock_boot_ns());
+	/* Lines held back by the flood bound are summed up within a second or so. */
+	log_flush(false);
 }
 
 /* A busy move is retried within milliseconds: sooner than the tick, when one waits. */
@@ -626,5 +628,6 @@ int main(int argc, char **argv)
 	err = run(&d);
 close_daemon:
 	daemon_close(&d);
+	log_flush(true);
 	return err ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "log.h"
 
 /* ---- what comes in ---- */
 
@@ -40,7 +41,7 @@ struct policy_event {
 	struct span at;            /* when the event happened; SPAN_UNKNOWN from a scan */
 	uid_t uid;
 	gid_t gid;
-	char comm[16];             /* printable: the event source escaped it */
+	char comm[LOG_COMM_LEN];   /* escaped by the event source (log_escape(), reversible) */
 };
 
 /* ---- the evidence and the actions, through the map store ---- */

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "log.h"
 #include "pidmap.h"
 
 enum proc_flags {
@@ -39,7 +40,7 @@ struct proc {
 	/* A copy waiting for the child's runtime to finish a line. */
 	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
 	struct span retry_pstart;
-	char comm[16];
+	char comm[LOG_COMM_LEN];     /* escaped, as the event had it */
 };
 
 struct proctab {

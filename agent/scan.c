@@ -71,8 +71,7 @@ static void found_event(const struct scan_env *env, const struct proc_info *pi,
 	ev->at = SPAN_UNKNOWN;
 	ev->uid = pi->uid;
 	ev->gid = pi->gid;
-	memcpy(ev->comm, pi->comm, sizeof(ev->comm));
-	log_printable(ev->comm, sizeof(ev->comm));
+	log_escape(ev->comm, sizeof(ev->comm), pi->comm, sizeof(pi->comm), LOG_ESC_REVERSIBLE);
 }
 
 int scan_procs(const struct scan_env *env)

@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier
+	mapwatch policy retention archive copier log
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -29,6 +29,7 @@ TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal
 	agent/archive_quota.c agent/clock.c agent/log.c
 TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/privs.c agent/procfs.c agent/clock.c \
 	agent/log.c
+TEST_AGENT_log := agent/log.c
 
 # deps first, alone: the rest needs what it installs.
 test:

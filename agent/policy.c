@@ -22,6 +22,7 @@
 
 #include "budget.h"
 #include "log.h"
+#include "perfmap.h"
 #include "policy.h"
 #include "proctab.h"
 #include "retention.h"
@@ -272,10 +273,11 @@ static bool is_own(const struct proc *pr, const struct map_info *mi)
 
 /* Keep @mi, the map of the ended process (@pid, @start_ticks), for the retention. */
 static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
-		  uint64_t now_ns)
+		  bool orphan, uint64_t now_ns)
 {
 	const struct retained r = {
 		.pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
+		.orphan = orphan, .uid = mi->uid,
 		.reason = ARCHIVE_EXIT, .dev = mi->dev, .ino = mi->ino, .size = mi->size,
 		.seen_ns = mi->seen_ns, .deadline_ns = now_ns + p->cfg.retention_ns,
 	};
@@ -321,7 +323,7 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			 (int)pid, p->cfg.map_dir, (int)pid);
 		goto forget;
 	}
-	if (retain(p, pid, start_ticks, &mi, now_ns))
+	if (retain(p, pid, start_ticks, &mi, false, now_ns))
 		goto forget;
 	pr_info("exit %d (%s): %s/perf-%d.map stays for %llus, then goes to %s", (int)pid,
 		pr ? pr->comm : comm, p->cfg.map_dir, (int)pid,
@@ -867,6 +869,35 @@ forget_copy:
 
 /* ---- maps found in the directory ---- */
 
+/*
+ * A map at a path no process holds is left in place, not retained, when it
+ * is a trap (it could never be moved: the hardened open refuses it), and
+ * when its owner has ORPHANS_PER_UID waiting already. No live process needs
+ * such a map (its writer is gone), and nothing is lost: it stays at its
+ * path, and a process that later takes the pid has it judged and archived
+ * as any earlier holder's map (claim_path()). What is lost is only the
+ * archiving of the excess, which the owner caused.
+ */
+static bool orphan_left(struct policy *p, pid_t pid, const struct map_info *mi)
+{
+	char name[32];
+
+	if (mi->refused) {
+		p->stats.orphan_traps++;
+		snprintf(name, sizeof(name), "perf-%d.map", (int)pid);
+		if (log_first_time(mi->dev, mi->ino, name))
+			pr_warn("scan: %s/%s has no process and %s; left in place", p->cfg.map_dir,
+				name, perfmap_open_strerror(mi->refused));
+		return true;
+	}
+	if (retention__orphans(p->retained, mi->uid) < p->cfg.orphans_per_uid)
+		return false;
+	p->stats.orphans_over_limit++;
+	pr_info("scan: %s/perf-%d.map has no process, and uid %u has %zu such maps waiting already; left in place, not archived",
+		p->cfg.map_dir, (int)pid, (unsigned int)mi->uid, p->cfg.orphans_per_uid);
+	return true;
+}
+
 static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 {
 	struct map_info mi;
@@ -877,11 +908,13 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	 */
 	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
 		return;
+	if (look(p, pid, 0, &mi) || orphan_left(p, pid, &mi))
+		return;
 	/* Alive but not in the table yet: its fork event is still queued. */
-	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
+	if (p->store.ops->pid_held(p->store.ctx, pid, 0))
 		return;
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
-	if (retain(p, pid, 0, &mi, now_ns))
+	if (retain(p, pid, 0, &mi, true, now_ns))
 		return;
 	pr_info("scan: %s/perf-%d.map has no process; kept %llus, then archived", p->cfg.map_dir,
 		(int)pid, (unsigned long long)(p->cfg.retention_ns / 1000000000));
@@ -966,6 +999,8 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	if (!p)
 		return NULL;
 	p->cfg = *cfg;
+	if (!p->cfg.orphans_per_uid)
+		p->cfg.orphans_per_uid = ORPHANS_PER_UID;
 	p->store = store;
 	p->retained = retention__new();
 	/* The burst is saved up from the start: a new agent lets a prefork burst through. */

@@ -54,6 +54,11 @@ struct map_info {
 	/* Bytes on disk (st_blocks): less than @size in a sparse file; 0 when not known. */
 	uint64_t disk_bytes;
 	uid_t uid;
+	/*
+	 * 0, or what the hardened open would refuse the file with: -ELOOP (a
+	 * symlink), -EINVAL (not a regular file), -EMLINK (hard-linked).
+	 */
+	int refused;
 	/* When this inode appeared at the path, per the inotify index; SPAN_UNKNOWN if it cannot say. */
 	struct span born;
 	/* When it was seen so: the file's size was read before this (CLOCK_BOOTTIME). */
@@ -194,8 +199,17 @@ struct policy_config {
 	uint64_t defer_copy_bytes;
 	/* ...and so do a uid's copies past this many bytes a second in the event loop (0: no bound). */
 	uint64_t loop_copy_rate;
+	/* Maps without a process retained per owner at most (0: ORPHANS_PER_UID). */
+	size_t orphans_per_uid;
 	bool dry_run;                 /* decide and say so; change nothing */
 };
+
+/*
+ * Anyone can make perf-<pid>.map names for pids no process holds, by the
+ * thousand: each retained costs an entry and its archiving. Past this many
+ * of one owner's, more are left where they are (see on_map()).
+ */
+#define ORPHANS_PER_UID 1024
 
 /* What `perfmapctl status` reports of the policy; every counter only grows. */
 struct policy_stats {
@@ -214,6 +228,8 @@ struct policy_stats {
 	uint64_t retained_total;       /* exited processes' maps kept for --retention */
 	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
 	uint64_t busy_deferred;        /* open for writing: not moved this time */
+	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
+	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
 	uint64_t errors;
 };
 

@@ -10,9 +10,17 @@ struct node {
 	struct retained e;
 };
 
+/* Orphans of one owner. Few owners have any: a short array, searched. */
+struct owner {
+	uid_t uid;
+	size_t orphans;
+};
+
 struct retention {
 	struct pidmap map;
 	size_t count[2];   /* by enum retain_kind */
+	struct owner *owners;
+	size_t nowners, owners_cap;
 };
 
 struct retention *retention__new(void)
@@ -31,6 +39,7 @@ void retention__free(struct retention *r)
 	if (!r)
 		return;
 	pidmap_fini(&r->map);
+	free(r->owners);
 	free(r);
 }
 
@@ -39,12 +48,70 @@ static struct node *node_of(const struct retention *r, pid_t pid)
 	return (struct node *)pidmap_find(&r->map, pid);
 }
 
+static struct owner *owner_of(const struct retention *r, uid_t uid)
+{
+	size_t i;
+
+	for (i = 0; i < r->nowners; i++)
+		if (r->owners[i].uid == uid)
+			return &r->owners[i];
+	return NULL;
+}
+
+/* Make room to count an orphan of @uid: 0, or -ENOMEM (and nothing changed). */
+static int owner_reserve(struct retention *r, uid_t uid)
+{
+	struct owner *no;
+	size_t cap;
+
+	if (owner_of(r, uid) || r->nowners < r->owners_cap)
+		return 0;
+	cap = r->owners_cap ? r->owners_cap * 2 : 8;
+	no = realloc(r->owners, cap * sizeof(*no));
+	if (!no)
+		return -ENOMEM;
+	r->owners = no;
+	r->owners_cap = cap;
+	return 0;
+}
+
+/* One orphan more (@more) or fewer for @e's owner. */
+static void count_orphan(struct retention *r, const struct retained *e, bool more)
+{
+	struct owner *o;
+
+	if (!e->orphan)
+		return;
+	o = owner_of(r, e->uid);
+	if (!o && !more)
+		return;
+	if (!o) {
+		/* owner_reserve() made room */
+		o = &r->owners[r->nowners++];
+		*o = (struct owner){ .uid = e->uid };
+	}
+	if (more)
+		o->orphans++;
+	else if (!--o->orphans)
+		*o = r->owners[--r->nowners];
+}
+
+size_t retention__orphans(const struct retention *r, uid_t uid)
+{
+	const struct owner *o = owner_of(r, uid);
+
+	return o ? o->orphans : 0;
+}
+
 int retention__add(struct retention *r, const struct retained *e)
 {
 	struct node *n = node_of(r, e->pid);
 
+	if (e->orphan && owner_reserve(r, e->uid))
+		return -ENOMEM;
 	if (n) {
 		r->count[n->e.kind]--;
+		count_orphan(r, &n->e, false);
 	} else {
 		n = calloc(1, sizeof(*n));
 		if (!n)
@@ -54,6 +121,7 @@ int retention__add(struct retention *r, const struct retained *e)
 	}
 	n->e = *e;
 	r->count[e->kind]++;
+	count_orphan(r, e, true);
 	return 0;
 }
 
@@ -82,6 +150,7 @@ void retention__forget(struct retention *r, pid_t pid)
 	if (!n)
 		return;
 	r->count[n->e.kind]--;
+	count_orphan(r, &n->e, false);
 	free(n);
 }
 

@@ -22,6 +22,9 @@ struct retained {
 	pid_t pid;
 	uint64_t start_ticks;     /* the process that wrote it; 0 unknown */
 	enum retain_kind kind;
+	/* No process was known for it (a listing found it): counted against @uid, its owner. */
+	bool orphan;
+	uid_t uid;
 	int reason;               /* the caller's: what the move is for */
 	/* The map as it was when it began to wait. */
 	dev_t dev;
@@ -46,6 +49,8 @@ int retention__add_move(struct retention *r, const struct retained *e, uint64_t 
 struct retained *retention__find(struct retention *r, pid_t pid);
 void retention__forget(struct retention *r, pid_t pid);
 size_t retention__count(const struct retention *r, enum retain_kind kind);
+/* Entries with @orphan set whose map @uid owns. */
+size_t retention__orphans(const struct retention *r, uid_t uid);
 
 /* What the caller's attempt at a due entry came to. */
 enum retain_result {

@@ -46,6 +46,9 @@ static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 	mi->size = st.st_size;
 	mi->disk_bytes = (uint64_t)st.st_blocks * 512;
 	mi->uid = st.st_uid;
+	/* As perfmap__open_map_at() would refuse it. */
+	mi->refused = S_ISLNK(st.st_mode) ? -ELOOP : !S_ISREG(st.st_mode) ? -EINVAL :
+		      st.st_nlink > 1 ? -EMLINK : 0;
 	mi->born = mapwatch__born(s->mw, pid, st.st_dev, st.st_ino);
 	mi->seen_ns = clock_boot_ns();
 	return 0;

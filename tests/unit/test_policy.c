@@ -8,12 +8,15 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "policy.h"
+#include "testutil.h"
 
 #define NPIDS 64
 #define MS 1000000ull
@@ -760,6 +763,113 @@ static void test_orphan_map_is_retained_unless_its_pid_lives(void **state)
 	assert_int_equal(F.archived[40], 1 + ARCHIVE_EXIT);
 }
 
+static void map_found(pid_t pid)
+{
+	struct policy_event ev = { .type = POLICY_EV_MAP, .pid = pid, .start = SPAN_UNKNOWN,
+				   .at = SPAN_UNKNOWN };
+
+	policy__event(P, &ev, F.now);
+}
+
+static void test_orphan_maps_are_retained_up_to_a_bound_per_owner(void **state)
+{
+	struct policy_config c = cfg;
+	pid_t pid;
+
+	(void)state;
+	c.orphans_per_uid = 3;
+	reconfigure(&c);
+	/* uid 1000 makes six maps for pids nobody holds. */
+	for (pid = 40; pid < 46; pid++) {
+		put_map(pid, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+		map_found(pid);
+	}
+	assert_int_equal(policy__retained(P), 3);
+	assert_int_equal(stats()->orphans_over_limit, 3);
+	/* Another owner's is not held back by uid 1000's. */
+	put_map(50, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+	F.map[50].mi.uid = 2000;
+	map_found(50);
+	assert_int_equal(policy__retained(P), 4);
+	/* Exited processes' maps are not orphans: no bound. */
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	assert_int_equal(policy__retained(P), 5);
+	/* Those past the bound are where they were: nothing deleted, nothing moved. */
+	for (pid = 43; pid < 46; pid++)
+		assert_true(F.map[pid].exists);
+	assert_int_equal(F.archive_calls, 0);
+	/* Retention over: the three go to the archive, and the owner's bound frees up. */
+	tick(F.now + 600 * SEC);
+	assert_int_equal(F.archived[40], 1 + ARCHIVE_EXIT);
+	assert_int_equal(F.archived[43], 0);
+	map_found(43);
+	assert_int_equal(policy__retained(P), 1);
+	/* A process that takes a pid whose map was left has it judged as ever. */
+	F.map[44].entries = ENTRIES_UNMAPPED;
+	F.alive[44] = true;
+	fork_at(44, 1, 700 * SEC, 0);
+	assert_int_equal(F.archived[44], 1 + ARCHIVE_STALE);
+}
+
+static void test_orphan_claimed_by_a_new_process_frees_its_owners_bound(void **state)
+{
+	struct policy_config c = cfg;
+
+	(void)state;
+	c.orphans_per_uid = 1;
+	reconfigure(&c);
+	put_map(40, 100, SPAN_UNKNOWN, ENTRIES_UNMAPPED);
+	map_found(40);
+	put_map(41, 100, SPAN_UNKNOWN, ENTRIES_UNMAPPED);
+	map_found(41);
+	assert_int_equal(stats()->orphans_over_limit, 1);
+	/* A new process at pid 40: the orphan entry goes with the claim. */
+	F.alive[40] = true;
+	fork_at(40, 1, 30 * SEC, 0);
+	map_found(41);
+	assert_int_equal(policy__retained(P), 1);
+	assert_int_equal(stats()->orphans_over_limit, 1);
+}
+
+static void test_orphan_trap_is_left_and_warned_about_once(void **state)
+{
+	char *dir = tu_mkdtemp(), path[4096], *s;
+	size_t len;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(log_fd >= 0);
+	log_max_level = LOG_WARN;
+	/* A second link to somebody's file, at a pid nobody holds: found again at every listing. */
+	put_map(40, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+	F.map[40].mi.refused = -EMLINK;
+	map_found(40);
+	map_found(40);
+	policy__map_appeared(P, 40, F.now);
+	/* Another trap, at another pid. */
+	put_map(41, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+	F.map[41].mi.refused = -ELOOP;
+	map_found(41);
+	log_max_level = LOG_ERROR;
+	close(log_fd);
+	log_fd = STDERR_FILENO;
+	assert_int_equal(policy__retained(P), 0);
+	assert_int_equal(stats()->orphan_traps, 4);
+	assert_int_equal(F.archive_calls, 0);
+	assert_true(F.map[40].exists);
+	s = tu_read(path, &len);
+	assert_non_null(s);
+	assert_string_equal(s,
+		"perfmapd: warning: scan: /fake/perf-40.map has no process and has more than one hard link, refused; left in place\n"
+		"perfmapd: warning: scan: /fake/perf-41.map has no process and is a symlink, refused; left in place\n");
+	free(s);
+	tu_rmdir(dir);
+}
+
 /* ---- pid reuse ---- */
 
 static void test_reuse_archives_the_earlier_processs_untouched_map(void **state)
@@ -1450,6 +1560,9 @@ int main(void)
 		T(test_exec_move_is_retried_while_the_archive_is_full),
 		T(test_exit_of_a_map_made_after_it_is_not_retained),
 		T(test_orphan_map_is_retained_unless_its_pid_lives),
+		T(test_orphan_maps_are_retained_up_to_a_bound_per_owner),
+		T(test_orphan_claimed_by_a_new_process_frees_its_owners_bound),
+		T(test_orphan_trap_is_left_and_warned_about_once),
 		T(test_reuse_archives_the_earlier_processs_untouched_map),
 		T(test_reuse_keeps_a_map_the_new_process_appended_to),
 		T(test_reuse_keeps_the_new_processs_own_map),

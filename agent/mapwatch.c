@@ -154,6 +154,15 @@ void mapwatch__made(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, struct
 	record_set(mw, pid, dev, ino, when);
 }
 
+void mapwatch__for_each(const struct mapwatch *mw, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	struct pidmap_node *n, *next;
+	size_t i;
+
+	pidmap_for_each(&mw->records, i, n, next)
+		fn(n->pid, ctx);
+}
+
 const char *mapwatch__state(const struct mapwatch *mw)
 {
 	return mw->blind ? "off" : mw->exact_since ? "exact" : "listing";
@@ -276,7 +285,7 @@ bool mapwatch__drain(struct mapwatch *mw, mapwatch_fn fn, void *ctx)
 	}
 	mw->quiet_ns = t_read;
 	if (overflow) {
-		pr_warn("%s: inotify queue overflowed; listing the directory again", mw->dir);
+		pr_warn("%s: inotify queue overflowed; the directory will be listed again", mw->dir);
 		mw->overflows++;
 		index_reset(mw);
 	} else if (mw->exact_since) {

@@ -56,6 +56,8 @@ struct span mapwatch__born(const struct mapwatch *mw, pid_t pid, dev_t dev, ino_
 bool mapwatch__may_exist(const struct mapwatch *mw, pid_t pid, uint64_t ts_ns);
 /* The same for the changes read so far: false only when known absent. */
 bool mapwatch__has(const struct mapwatch *mw, pid_t pid);
+/* Calls @fn for every pid the index holds a map for (all, when exact). */
+void mapwatch__for_each(const struct mapwatch *mw, void (*fn)(pid_t pid, void *ctx), void *ctx);
 /* "exact", "listing" (after an overflow) or "off" (the watch is gone), for status. */
 const char *mapwatch__state(const struct mapwatch *mw);
 uint64_t mapwatch__overflows(const struct mapwatch *mw);

@@ -42,6 +42,13 @@
 #define COPY_QUEUE_MAX 256     /* each holds its parent's map open */
 #define COPY_QUEUE_PER_UID 32
 
+/*
+ * A listing of the map directory reads every name in it (30,000 in a busy
+ * /tmp), and anyone who can fill the inotify queue asks for one: at most one
+ * a second, the requests meanwhile coalesced into it.
+ */
+#define RELIST_MIN_NS (1000ull * 1000000)
+
 static const char usage[] =
 	"Usage: perfmapd [OPTIONS]\n"
 	"\n"
@@ -97,6 +104,9 @@ struct daemon {
 	uint64_t self_mnt_ns, self_pid_ns;
 	uint64_t started_ns;          /* CLOCK_MONOTONIC */
 	uint64_t dropped_seen, resyncs;
+	bool relist_wanted;           /* the index lost changes: a listing is due */
+	uint64_t relisted_ns;         /* CLOCK_BOOTTIME of the last listing after start */
+	uint64_t rescans, rescans_deferred;
 	bool stop;
 };
 
@@ -368,27 +378,57 @@ static void on_signal(struct daemon *d, struct loop *l)
 }
 
 /*
+ * List the map directory when one is wanted and the last is a second old.
+ * Until then the index is not exact, and every event looks on disk: slower,
+ * never wrong.
+ */
+static void relist(struct daemon *d, bool asked)
+{
+	struct scan_env env = scan_env_of(d);
+	uint64_t now = clock_boot_ns();
+	bool too_soon = d->relisted_ns && now - d->relisted_ns < RELIST_MIN_NS;
+
+	if (asked) {
+		/* Coalesced into one already due, or waiting for its turn. */
+		if (d->relist_wanted || too_soon)
+			d->rescans_deferred++;
+		d->relist_wanted = true;
+	}
+	if (!d->relist_wanted || too_soon)
+		return;
+	d->relist_wanted = false;
+	d->relisted_ns = now;
+	d->rescans++;
+	if (scan_maps(&env, false))
+		d->relist_wanted = true;  /* again in a second */
+}
+
+/*
  * Every read of the ring buffer starts with the map directory's changes:
  * then the index (mapwatch.c) knows of every map made before those events.
  */
 static void catch_up(struct daemon *d)
 {
-	struct scan_env env = scan_env_of(d);
 	bool lost = mapwatch__drain(d->mw, on_map_change, d);
 
 	events__consume(d->events);
 	if (lost)
-		scan_maps(&env, false);
+		relist(d, true);
 }
 
-/* Lost events: the table no longer matches the system; /proc is the truth. */
+/*
+ * Lost process events: the table no longer matches the system; /proc is the
+ * truth. The maps are the index's to tell while it is exact: a listing only
+ * when it is not.
+ */
 static void resync(struct daemon *d)
 {
 	struct scan_env env = scan_env_of(d);
 
 	d->resyncs++;
 	scan_procs(&env);
-	scan_maps(&env, false);
+	if (strcmp(mapwatch__state(d->mw), "exact") || scan_index(&env))
+		relist(d, true);
 }
 
 static void on_tick(struct daemon *d, struct loop *l)
@@ -407,6 +447,7 @@ static void on_tick(struct daemon *d, struct loop *l)
 		d->dropped_seen = dropped;
 		resync(d);
 	}
+	relist(d, false);
 	policy__tick(d->policy, clock_boot_ns());
 	/* Lines held back by the flood bound are summed up within a second or so. */
 	log_flush(false);
@@ -446,7 +487,8 @@ static void on_status(struct daemon *d)
 		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
 		.archive_dir = d->cfg.archive_dir, .archive_max_bytes = d->cfg.archive_max_bytes,
 		.retention_s = d->cfg.retention_s, .dry_run = d->cfg.dry_run,
-		.started_ns = d->started_ns, .resyncs = d->resyncs, .policy = d->policy,
+		.started_ns = d->started_ns, .resyncs = d->resyncs, .rescans = d->rescans,
+		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
 		.events = d->events, .mw = d->mw, .ar = d->ar,
 	};
 	char text[8192];

@@ -150,3 +150,43 @@ int scan_maps(const struct scan_env *env, bool startup)
 	mapwatch__synced(env->mw, t0);
 	return 0;
 }
+
+struct pids {
+	pid_t *v;
+	size_t n, cap;
+	bool short_of_memory;
+};
+
+static void collect(pid_t pid, void *arg)
+{
+	struct pids *p = arg;
+	pid_t *nv;
+
+	if (p->n == p->cap) {
+		nv = realloc(p->v, (p->cap ? p->cap * 2 : 256) * sizeof(*nv));
+		if (!nv) {
+			p->short_of_memory = true;
+			return;
+		}
+		p->v = nv;
+		p->cap = p->cap ? p->cap * 2 : 256;
+	}
+	p->v[p->n++] = pid;
+}
+
+int scan_index(const struct scan_env *env)
+{
+	struct policy_event ev = { .type = POLICY_EV_MAP, .start = SPAN_UNKNOWN,
+				   .at = SPAN_UNKNOWN };
+	struct pids p = { 0 };
+	size_t i;
+
+	/* Taken out first: what the policy does may change the index. */
+	mapwatch__for_each(env->mw, collect, &p);
+	for (i = 0; i < p.n; i++) {
+		ev.pid = p.v[i];
+		policy__event(env->policy, &ev, clock_boot_ns());
+	}
+	free(p.v);
+	return p.short_of_memory ? -ENOMEM : 0;
+}

@@ -32,5 +32,11 @@ int scan_procs(const struct scan_env *env);
  * at @startup, also finish the archiving of maps a crash left staged.
  */
 int scan_maps(const struct scan_env *env, bool startup);
+/*
+ * Hand every map the index knows to the policy, as a listing would: enough
+ * after lost process events while the index is exact, and it reads no
+ * directory. -ENOMEM when some could not be handed (list the directory then).
+ */
+int scan_index(const struct scan_env *env);
 
 #endif /* PERFMAPD_SCAN_H */

@@ -78,6 +78,8 @@ static void report_events(struct report *r, const struct status_sources *src)
 	u64(r, "bpf_run_time_ns", run_ns);
 	u64(r, "bpf_runs", runs);
 	u64(r, "resyncs", src->resyncs);
+	u64(r, "rescans", src->rescans);
+	u64(r, "rescans_deferred", src->rescans_deferred);
 	str(r, "map_index", mapwatch__state(src->mw));
 	u64(r, "map_index_overflows", mapwatch__overflows(src->mw));
 }
@@ -106,6 +108,8 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "retention_s", src->retention_s);
 	u64(r, "too_large", s->too_large);
 	u64(r, "busy_deferred", s->busy_deferred);
+	u64(r, "orphans_over_limit", s->orphans_over_limit);
+	u64(r, "orphan_traps", s->orphan_traps);
 	u64(r, "foreign_namespace_processes", s->foreign_ns);
 	u64(r, "errors", s->errors);
 }

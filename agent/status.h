@@ -21,6 +21,7 @@ struct status_sources {
 	bool dry_run;
 	uint64_t started_ns;          /* CLOCK_MONOTONIC */
 	uint64_t resyncs;
+	uint64_t rescans, rescans_deferred;   /* listings of the map directory after start */
 	const struct policy *policy;
 	struct events *events;
 	const struct mapwatch *mw;

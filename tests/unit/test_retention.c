@@ -125,6 +125,40 @@ static void test_busy_move_backs_off_then_gives_up(void **state)
 	retention__free(r);
 }
 
+/* Orphans are counted per owner through every way an entry comes and goes. */
+static void test_orphans_counted_per_owner(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .kind = RETAIN_EXITED, .orphan = true, .uid = 65534,
+			      .deadline_ns = 10 * SEC };
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(r);
+	for (pid = 1; pid <= 20; pid++) {
+		e.pid = pid;
+		e.uid = pid <= 12 ? 65534 : 1000 + pid;  /* nine owners: the table grows */
+		assert_int_equal(retention__add(r, &e), 0);
+	}
+	assert_int_equal(retention__orphans(r, 65534), 12);
+	assert_int_equal(retention__orphans(r, 1013), 1);
+	/* Replaced by an exited process's map: no orphan any more. */
+	e = (struct retained){ .pid = 3, .kind = RETAIN_EXITED, .uid = 65534, .deadline_ns = 10 * SEC };
+	assert_int_equal(retention__add(r, &e), 0);
+	assert_int_equal(retention__orphans(r, 65534), 11);
+	retention__forget(r, 4);
+	retention__forget(r, 13);
+	assert_int_equal(retention__orphans(r, 65534), 10);
+	assert_int_equal(retention__orphans(r, 1013), 0);
+	/* Done when due: all gone, the other owners' counts too. */
+	answer = RETAIN_DONE;
+	retention__expire(r, 10 * SEC, &cb);
+	assert_int_equal(retention__orphans(r, 65534), 0);
+	assert_int_equal(retention__orphans(r, 1020), 0);
+	assert_int_equal(retention__count(r, RETAIN_EXITED), 0);
+	retention__free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -132,6 +166,7 @@ int main(void)
 		cmocka_unit_test(test_nothing_before_its_deadline),
 		cmocka_unit_test(test_busy_exited_map_waits_ten_seconds_without_end),
 		cmocka_unit_test(test_busy_move_backs_off_then_gives_up),
+		cmocka_unit_test(test_orphans_counted_per_owner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,11 +3,14 @@
  * into each child and archive each other's maps, so the second refuses to
  * start: an flock() on a file named for the directory, which the kernel
  * drops when the holder dies, even by kill -9. Beside it, a unix socket
- * where `perfmapctl status` reads what the agent tracks.
+ * where `perfmapctl status` reads what the agent tracks: root's alone (or a
+ * group's too, --status-group), and answered within a budget, so that not
+ * even root's flood of connections starves the event loop.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,12 @@
 struct instance {
 	int lock_fd;
 	int sock_fd;
+	gid_t status_gid;
+	/* The answers' budget: this second's began at @window_ns, @left remain. */
+	uint64_t window_ns;
+	unsigned int left;
+	bool spent;                   /* this window's budget ran out */
+	uint64_t served, throttled;
 	char lock_path[PATH_MAX];
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
@@ -52,9 +61,15 @@ static int take_lock(struct instance *inst, const char *map_dir)
 	return 0;
 }
 
+/*
+ * What the agent tracks (pids, commands, counts) is root's to read: the
+ * socket is made 0600 (umask), and only then given to a group, if asked.
+ */
 static int listen_status(struct instance *inst)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old_mask;
+	int err;
 
 	inst->sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (inst->sock_fd < 0)
@@ -62,15 +77,19 @@ static int listen_status(struct instance *inst)
 	memcpy(sa.sun_path, inst->sock_path, sizeof(sa.sun_path));
 	/* We hold the lock: a socket file left here is from an agent that died. */
 	unlink(inst->sock_path);
-	if (bind(inst->sock_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(inst->sock_path, 0666) || listen(inst->sock_fd, 16)) {
+	old_mask = umask(0177);
+	err = bind(inst->sock_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_mask);
+	if (!err && inst->status_gid != STATUS_NO_GROUP)
+		err = chown(inst->sock_path, 0, inst->status_gid) || chmod(inst->sock_path, 0660);
+	if (err || listen(inst->sock_fd, 16)) {
 		pr_err("status socket %s: %s", inst->sock_path, strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-struct instance *instance__open(const char *run_dir, const char *map_dir)
+struct instance *instance__open(const char *run_dir, const char *map_dir, gid_t status_gid)
 {
 	struct instance *inst = calloc(1, sizeof(*inst));
 	char sock[PATH_MAX];
@@ -79,6 +98,7 @@ struct instance *instance__open(const char *run_dir, const char *map_dir)
 	if (!inst)
 		return NULL;
 	inst->lock_fd = inst->sock_fd = -1;
+	inst->status_gid = status_gid;
 	if (mkdir(run_dir, 0755) && errno != EEXIST) {
 		pr_err("run directory %s: %s", run_dir, strerror(errno));
 		goto free_inst;
@@ -118,14 +138,40 @@ int instance__fd(const struct instance *inst)
 	return inst->sock_fd;
 }
 
-void instance__serve(struct instance *inst, const char *text, size_t len)
+unsigned int instance__budget(struct instance *inst, uint64_t now_ns)
 {
+	if (!inst->window_ns || now_ns - inst->window_ns >= 1000000000) {
+		inst->window_ns = now_ns;
+		inst->left = STATUS_PER_S;
+		inst->spent = false;
+	}
+	if (!inst->left && !inst->spent) {
+		inst->spent = true;
+		inst->throttled++;
+	}
+	return inst->left < STATUS_PER_WAKEUP ? inst->left : STATUS_PER_WAKEUP;
+}
+
+void instance__serve(struct instance *inst, const char *text, size_t len, unsigned int max)
+{
+	unsigned int n;
 	int fd;
 
-	while ((fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		/* A small report into a fresh socket buffer: one write, never blocks long. */
+	for (n = 0; n < max && n < inst->left; n++) {
+		fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			break;
+		/* A small report into a fresh socket buffer: one write, never blocks. */
 		if (write(fd, text, len) < 0)
 			pr_debug("status: %s", strerror(errno));
 		close(fd);
+		inst->served++;
 	}
+	inst->left -= n;
+}
+
+void instance__stats(const struct instance *inst, uint64_t *served, uint64_t *throttled)
+{
+	*served = inst->served;
+	*throttled = inst->throttled;
 }

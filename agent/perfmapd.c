@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@ static const char usage[] =
 	"  --log-level LEVEL        error, warn, info or debug (info)\n"
 	"  --dry-run                log what would be done; change no file\n"
 	"  --run-dir DIR            lock and status socket (/run/perfmapd)\n"
+	"  --status-group GROUP     this group may read the status too (root only)\n"
 	"  --ringbuf-size N         BPF ring buffer bytes, a power of 2 (1M)\n"
 	"  --bpf-programs KIND      auto, tp_btf or raw_tp: which tracepoint\n"
 	"                           programs to load (auto: tp_btf, else raw_tp)\n"
@@ -82,6 +84,7 @@ struct daemon_config {
 	const char *map_dir;          /* where runtimes write perf-<pid>.map */
 	const char *archive_dir;      /* compacted maps of exited processes */
 	const char *run_dir;          /* lock and status socket */
+	gid_t status_gid;             /* may read the status besides root; STATUS_NO_GROUP */
 	uint64_t retention_s;         /* how long an exited process's map stays */
 	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
 	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
@@ -119,7 +122,7 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 {
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
-	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_VERSION };
+	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -133,10 +136,12 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "bpf-programs", required_argument, NULL, OPT_BPF_PROGRAMS },
 		{ "copy-budget", required_argument, NULL, OPT_COPY_BUDGET },
 		{ "copy-burst", required_argument, NULL, OPT_COPY_BURST },
+		{ "status-group", required_argument, NULL, OPT_STATUS_GROUP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct group *gr;
 	uint64_t v;
 	int opt;
 
@@ -196,6 +201,12 @@ static int parse_args(int argc, char **argv, struct daemon_config *cfg)
 				cfg->events.programs = BPF_PROGS_RAW_TP;
 			else
 				goto bad_value;
+			break;
+		case OPT_STATUS_GROUP:
+			gr = getgrnam(optarg);
+			if (!gr)
+				goto bad_value;
+			cfg->status_gid = gr->gr_gid;
 			break;
 		case OPT_VERSION:
 			printf("perfmapd %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);
@@ -291,6 +302,7 @@ struct loop {
 	int epfd, sigfd, timerfd;
 	int retryfd;                  /* one-shot, CLOCK_BOOTTIME: a busy move's next try */
 	uint64_t retry_at;
+	bool status_paused;           /* this second's answers are spent: not watched */
 };
 
 static int loop_add(int epfd, int fd, uint32_t id)
@@ -431,6 +443,15 @@ static void resync(struct daemon *d)
 		relist(d, true);
 }
 
+/* Watch the status socket again, or not until the next second's budget. */
+static void watch_status(struct daemon *d, struct loop *l, bool on)
+{
+	struct epoll_event e = { .events = on ? EPOLLIN : 0, .data.u32 = SRC_STATUS };
+
+	if (!epoll_ctl(l->epfd, EPOLL_CTL_MOD, instance__fd(d->inst), &e))
+		l->status_paused = !on;
+}
+
 static void on_tick(struct daemon *d, struct loop *l)
 {
 	uint64_t expirations, dropped;
@@ -448,6 +469,8 @@ static void on_tick(struct daemon *d, struct loop *l)
 		resync(d);
 	}
 	relist(d, false);
+	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
+		watch_status(d, l, true);
 	policy__tick(d->policy, clock_boot_ns());
 	/* Lines held back by the flood bound are summed up within a second or so. */
 	log_flush(false);
@@ -481,7 +504,7 @@ static void on_retry(struct daemon *d, struct loop *l)
 	policy__tick(d->policy, clock_boot_ns());
 }
 
-static void on_status(struct daemon *d)
+static void on_status(struct daemon *d, struct loop *l)
 {
 	struct status_sources src = {
 		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
@@ -491,17 +514,23 @@ static void on_status(struct daemon *d)
 		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
 		.events = d->events, .mw = d->mw, .ar = d->ar,
 	};
+	unsigned int max = instance__budget(d->inst, clock_mono_ns());
 	char text[8192];
 	size_t n;
 
+	if (!max) {
+		watch_status(d, l, false);
+		return;
+	}
+	instance__stats(d->inst, &src.status_served, &src.status_throttled);
 	n = status_text(&src, text, sizeof(text));
-	instance__serve(d->inst, text, n);
+	instance__serve(d->inst, text, n, max);
 }
 
 static int run(struct daemon *d)
 {
 	struct scan_env env = scan_env_of(d);
-	struct loop l = { -1, -1, -1, -1, UINT64_MAX };
+	struct loop l = { -1, -1, -1, -1, UINT64_MAX, false };
 	struct epoll_event evs[8];
 	int n, i, err;
 
@@ -530,7 +559,7 @@ static int run(struct daemon *d)
 			case SRC_TIMER: on_tick(d, &l); break;
 			case SRC_RETRY: on_retry(d, &l); break;
 			case SRC_INOTIFY: catch_up(d); break;
-			case SRC_STATUS: on_status(d); break;
+			case SRC_STATUS: on_status(d, &l); break;
 			case SRC_COPIES: store__drain_copies(d->store, on_copy_done, d); break;
 			}
 		}
@@ -589,7 +618,7 @@ static int daemon_open(struct daemon *d)
 
 	int err;
 
-	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir);
+	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir, d->cfg.status_gid);
 	if (!d->inst)
 		return -EBUSY;
 	/* Watched before BPF attaches: a map made before any event is known. */
@@ -637,6 +666,7 @@ int main(int argc, char **argv)
 			.map_dir = "/tmp",
 			.archive_dir = "/var/lib/perfmapd/archive",
 			.run_dir = PERFMAPD_RUN_DIR,
+			.status_gid = STATUS_NO_GROUP,
 			.retention_s = 600,
 			.archive_max_bytes = 256ull << 20,
 			.max_map_bytes = 256ull << 20,

@@ -149,6 +149,8 @@ size_t status_text(const struct status_sources *src, char *buf, size_t len)
 	str(&r, "dry_run", src->dry_run ? "yes" : "no");
 	u64(&r, "processes", policy__processes(src->policy));
 	u64(&r, "processes_with_maps", w.n);
+	u64(&r, "status_served", src->status_served);
+	u64(&r, "status_throttled", src->status_throttled);
 	report_events(&r, src);
 	report_policy(&r, src);
 	report_archive(&r, src);

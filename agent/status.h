@@ -22,6 +22,7 @@ struct status_sources {
 	uint64_t started_ns;          /* CLOCK_MONOTONIC */
 	uint64_t resyncs;
 	uint64_t rescans, rescans_deferred;   /* listings of the map directory after start */
+	uint64_t status_served, status_throttled;
 	const struct policy *policy;
 	struct events *events;
 	const struct mapwatch *mw;

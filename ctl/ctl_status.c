@@ -7,11 +7,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -64,6 +66,30 @@ static int print_json(char *text, bool pretty)
 	return CTL_OK;
 }
 
+/* Who may read the agent's status, from its socket's owner and mode. */
+static void say_who_may(const char *sock)
+{
+	struct group *gr;
+	struct stat st;
+
+	if (stat(sock, &st)) {
+		ctl_error("status: %s: permission denied", sock);
+		return;
+	}
+	if (!(st.st_mode & S_IWGRP)) {
+		ctl_error("status: %s: permission denied: only root may read perfmapd's status (run it as root, or start perfmapd with --status-group GROUP)",
+			  sock);
+		return;
+	}
+	gr = getgrgid(st.st_gid);
+	if (gr)
+		ctl_error("status: %s: permission denied: only root and the group %s may read perfmapd's status",
+			  sock, gr->gr_name);
+	else
+		ctl_error("status: %s: permission denied: only root and the group %u may read perfmapd's status",
+			  sock, (unsigned int)st.st_gid);
+}
+
 static int status(const char *map_dir, const char *run_dir, enum status_format format)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -90,6 +116,8 @@ static int status(const char *map_dir, const char *run_dir, enum status_format f
 		if (err == ENOENT || err == ECONNREFUSED)
 			ctl_error("status: no perfmapd is running for %s (nothing listens on %s)",
 				  map_dir, sock);
+		else if (err == EACCES || err == EPERM)
+			say_who_may(sock);
 		else
 			ctl_error("status: %s: %s", sock, strerror(err));
 		return CTL_ERROR;

@@ -117,6 +117,65 @@ test_instance() {
 	stop_agent || fail "instance: perfmapd exited non-zero"
 }
 
+# The status socket is root's (or a group's, when asked), says who may read
+# it, and a flood of connections neither stops copies nor gets every answer.
+status_flood() {   # status_flood SOCKET SECONDS: connect as fast as possible; prints how many
+	python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+end, n = time.time() + float(sys.argv[2]), 0
+while time.time() < end:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(1)
+    try:
+        s.connect(sys.argv[1])
+        n += 1
+    except OSError:
+        pass
+    s.close()
+print(n)
+PY
+}
+
+test_status_socket() {
+	local d a r sock out rc fj n served
+	r=$WORK/run-status
+	start_scenario status status_socket --run-dir "$r" || return
+	sock=$(ls "$r"/*.sock)
+	check "status_socket: the socket is root's, mode 0600 ($(stat -c '%a %U' "$sock"))" \
+		test "$(stat -c '%a %u' "$sock")" = "600 0"
+	cp "$BUILD/perfmapctl" "$WORK/bin/perfmapctl" && chmod 755 "$WORK/bin/perfmapctl"
+	out=$(run_as nobody "$WORK/bin/perfmapctl" status --map-dir "$d" --run-dir "$r" 2>&1)
+	rc=$?
+	check "status_socket: as uid 65534, refused (rc $rc) and told who may read it: '$out'" \
+		eval '[ $rc = 2 ] && grep -q "permission denied: only root may read perfmapd.s status" <<<"$out"'
+	# Root's flood, 3 s, while a JIT forks: the copies keep coming.
+	status_flood "$sock" 3 >"$WORK/status-flood.out" &
+	n=$!
+	"$FORKJIT" --dir "$d" --entries 200 --children 30 --fork-delay-ms 50 --wait-map-ms 5000 \
+		--prefix flood >"$WORK/status-fj.out" 2>&1
+	rc=$?
+	wait "$n"
+	check "status_socket: 30 children got their maps during a flood of $(cat "$WORK/status-flood.out") connections" \
+		test "$rc" = 0
+	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$r")
+	served=$(awk '$1 == "status_served:" { print $2 }' <<<"$out")
+	check "status_socket: the flood was answered within the budget (served $served, throttled $(awk '$1 == "status_throttled:" { print $2 }' <<<"$out"))" \
+		eval '[ "$(awk '"'"'$1 == "status_throttled:" { print $2 }'"'"' <<<"$out")" -ge 1 ] && [ "$served" -le $((100 * 5 + 8)) ]'
+	stop_agent || fail "status_socket: perfmapd exited non-zero"
+	# Given to a group: that group reads it, others are told which group may.
+	start_agent "$WORK/status2.log" --map-dir "$d" --archive-dir "$a" --run-dir "$r" \
+		--status-group nogroup || { fail "status_socket: perfmapd --status-group did not start"; return; }
+	check "status_socket: --status-group: root:nogroup, mode 0660 ($(stat -c '%a %U:%G' "$sock"))" \
+		test "$(stat -c '%a %u:%G' "$sock")" = "660 0:nogroup"
+	check "status_socket: the group reads it" \
+		eval 'run_as nobody "$WORK/bin/perfmapctl" status --map-dir "$d" --run-dir "$r" | grep -q "^pid: $AGENT_PID\$"'
+	out=$(setpriv --reuid=65534 --regid=65533 --clear-groups -- "$WORK/bin/perfmapctl" status \
+		--map-dir "$d" --run-dir "$r" 2>&1)
+	check "status_socket: another group is told which may: '$out'" \
+		grep -q "only root and the group nogroup may read" <<<"$out"
+	stop_agent || fail "status_socket: perfmapd exited non-zero"
+}
+
 # Both program kinds (tp_btf reads kernel memory directly, raw_tp through
 # probe reads) see host forks, and tell processes in another pid and mount
 # namespace apart, whose maps are not the map directory's to copy.
@@ -711,6 +770,8 @@ test_map_index() {
 		ge "$(status_of "$d" map_index_overflows)" 1
 	# Listed again, the index is exact and children are served from it.
 	check "map_index: exact again after the listing" wait_for 5 status_is "$d" map_index exact
+	check "map_index: the overflow cost one listing ($(status_of "$d" rescans), $(status_of "$d" rescans_deferred) coalesced)" \
+		test "$(status_of "$d" rescans)" -ge 1
 	check "map_index: 20 more children got their maps" \
 		"$FORKJIT" --dir "$d" --entries 50 --children 20 --wait-map-ms 10000 --prefix idx2
 	stop_agent || fail "map_index: perfmapd exited non-zero"

@@ -294,6 +294,32 @@ static void test_lost_watch_is_blind_for_good(void **state)
 	assert_true(mapwatch__has(mw, 38));
 }
 
+static void add_pid(pid_t pid, void *ctx)
+{
+	int *seen = ctx;
+
+	if (pid > 0 && pid < 64)
+		seen[pid]++;
+}
+
+/* After lost process events the index itself says which pids have a map. */
+static void test_for_each_tells_the_indexed_pids(void **state)
+{
+	int seen[64] = { 0 };
+
+	(void)state;
+	mapwatch__synced(mw, clock_boot_ns());
+	make_map(40);
+	make_map(41);
+	make_map(42);
+	unlink(path_of(41));
+	drain();
+	mapwatch__for_each(mw, add_pid, seen);
+	assert_int_equal(seen[40], 1);
+	assert_int_equal(seen[41], 0);
+	assert_int_equal(seen[42], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +334,7 @@ int main(void)
 		T(test_listing_knows_no_lower_bound),
 		T(test_overflow_resets_until_listed),
 		T(test_lost_watch_is_blind_for_good),
+		T(test_for_each_tells_the_indexed_pids),
 #undef T
 	};
 

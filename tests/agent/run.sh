@@ -522,6 +522,23 @@ test_traps() {
 	stop_agent || fail "traps: perfmapd exited non-zero"
 }
 
+# A process named to forge a log line: its name stays inside its own line,
+# escaped so that the bytes can be read back.
+test_log_names() {
+	local d a name
+	start_scenario log_names log_names || return
+	name=$'x\nerror: root ok'
+	cp "$FORKJIT" "$WORK/bin/$name"
+	check "log_names: the JIT named with a newline forked 2 children that got their maps" \
+		"$WORK/bin/$name" --dir "$d" --entries 10 --children 2 --wait-map-ms 5000
+	check "log_names: its name is in the copy lines, escaped (x\\nerror: root o)" \
+		wait_for 5 grep -q 'copy [0-9]* -> [0-9]* (x\\nerror: root o): ' "$AGENT_LOG"
+	check "log_names: no line of the log begins with the forged 'error: root ok'" \
+		lacks "$AGENT_LOG" '^error: root'
+	rm -f "$WORK/bin/$name"
+	stop_agent || fail "log_names: perfmapd exited non-zero"
+}
+
 # CPython with -X perf and os.fork, where a 3.12+ exists.
 find_python() {
 	local v

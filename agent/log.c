@@ -4,6 +4,7 @@
  * is escaped here, whole, after formatting: no call site can forget. And
  * anyone can make the agent act, so each kind of line is bounded in rate.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,8 @@ struct kind {
 };
 
 static struct kind kinds[KINDS];
+/* The archiving thread logs too: the bound's state and the table of traps are shared. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void emit(const char *line, size_t n)
 {
@@ -217,9 +220,11 @@ void log_flush(bool all)
 	uint64_t now = log_clock();
 	unsigned int i;
 
+	pthread_mutex_lock(&lock);
 	for (i = 0; i < KINDS; i++)
 		if (kinds[i].suppressed && (all || now - kinds[i].suppressed_since >= 1000000000))
 			summarize(&kinds[i]);
+	pthread_mutex_unlock(&lock);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
@@ -237,8 +242,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	n += log_escape(line + n, sizeof(line) - n - 1, raw, sizeof(raw), 0);
 	if (level != LOG_DEBUG) {
 		uint64_t now = log_clock();
+		bool ok;
 
-		if (!admit(kind_of(fmt, level, now), now, line + strlen("perfmapd: ")))
+		pthread_mutex_lock(&lock);
+		ok = admit(kind_of(fmt, level, now), now, line + strlen("perfmapd: "));
+		pthread_mutex_unlock(&lock);
+		if (!ok)
 			return;
 	}
 	line[n++] = '\n';
@@ -256,6 +265,7 @@ bool log_first_time(uint64_t dev, uint64_t ino, const char *name)
 	uint64_t h = 14695981039346656037ull;   /* FNV-1a */
 	const unsigned char *p;
 	unsigned int i;
+	bool first;
 
 	for (i = 0; i < 8; i++)
 		h = (h ^ ((dev >> (8 * i)) & 0xff)) * 1099511628211ull;
@@ -264,8 +274,9 @@ bool log_first_time(uint64_t dev, uint64_t ino, const char *name)
 	for (p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 1099511628211ull;
 	h |= 1;  /* 0 marks a free slot */
-	if (seen[h % SEEN] == h)
-		return false;
+	pthread_mutex_lock(&lock);
+	first = seen[h % SEEN] != h;
 	seen[h % SEEN] = h;
-	return true;
+	pthread_mutex_unlock(&lock);
+	return first;
 }

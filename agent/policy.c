@@ -908,12 +908,12 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	 */
 	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
 		return;
-	if (look(p, pid, 0, &mi) || orphan_left(p, pid, &mi))
-		return;
 	/* Alive but not in the table yet: its fork event is still queued. */
-	if (p->store.ops->pid_held(p->store.ctx, pid, 0))
+	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
 		return;
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
+	if (orphan_left(p, pid, &mi))
+		return;
 	if (retain(p, pid, 0, &mi, true, now_ns))
 		return;
 	pr_info("scan: %s/perf-%d.map has no process; kept %llus, then archived", p->cfg.map_dir,

@@ -170,16 +170,22 @@ static void summarize(struct kind *k)
 	k->suppressed = 0;
 }
 
-/* The slot of @fmt's kind, taken over from another kind if need be. */
+/*
+ * The slot of @fmt's kind, taken over from another kind if need be. Kinds
+ * that share a slot share its tokens: taking turns must not refill them.
+ */
 static struct kind *kind_of(const char *fmt, enum log_level level, uint64_t now)
 {
 	struct kind *k = &kinds[((uintptr_t)fmt >> 3) % KINDS];
 
-	if (k->fmt != fmt) {
+	if (!k->fmt) {
+		k->tokens_at = now;
+		k->tokens = LOG_BURST;
+	} else if (k->fmt != fmt) {
 		summarize(k);
-		*k = (struct kind){ .fmt = fmt, .level = level, .tokens_at = now,
-				    .tokens = LOG_BURST };
 	}
+	k->fmt = fmt;
+	k->level = level;
 	return k;
 }
 

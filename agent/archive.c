@@ -454,13 +454,10 @@ close_fd:
 /* Not a staged map of the agent's: logged (once per start: later listings skip such names), counted. */
 static void refuse_staged(struct archive *ar, const char *name, const char *why)
 {
-	char shown[128];
-
-	snprintf(shown, sizeof(shown), "%s", name);
-	log_printable(shown, sizeof(shown));
+	/* log_msg() escapes the name: whoever made the file chose it. */
 	count(&ar->stats.staged_refused);
 	pr_warn("archive %s/%s: named like a staged map, but %s; left alone", ar->cfg.map_dir,
-		shown, why);
+		name, why);
 }
 
 void archive__finish_staged(struct archive *ar, const char *name)

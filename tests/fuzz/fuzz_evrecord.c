@@ -7,6 +7,7 @@
 
 #include "evrecord.h"
 #include "fuzz.h"
+#include "log.h"
 
 static const struct evrecord_ctx ctx = {
 	.self_mnt_ns = 4026531841u,
@@ -28,6 +29,7 @@ static bool valid(const uint8_t *raw, size_t len)
 
 static void check_event(const struct perfmapd_event *e, const struct policy_event *pe)
 {
+	char again[sizeof(pe->comm)];
 	size_t i;
 
 	REQUIRE(pe->type == POLICY_EV_FORK || pe->type == POLICY_EV_EXEC || pe->type == POLICY_EV_EXIT);
@@ -42,10 +44,15 @@ static void check_event(const struct perfmapd_event *e, const struct policy_even
 	REQUIRE(pe->start.lo == e->start_ns && pe->start.hi == e->start_ns);
 	REQUIRE(pe->pstart.lo == e->pstart_ns && pe->at.lo == e->ts_ns);
 	REQUIRE(pe->uid == e->uid && pe->gid == e->gid);
-	/* The comm reaches the log: NUL-terminated within its array, printable ASCII before. */
+	/*
+	 * The comm reaches the log: NUL-terminated within its array, no control
+	 * byte, and valid UTF-8 (escaping it again for the log changes nothing).
+	 */
 	REQUIRE(memchr(pe->comm, '\0', sizeof(pe->comm)));
 	for (i = 0; pe->comm[i]; i++)
-		REQUIRE(pe->comm[i] >= 0x20 && pe->comm[i] < 0x7f);
+		REQUIRE((unsigned char)pe->comm[i] >= 0x20 && pe->comm[i] != 0x7f);
+	REQUIRE(log_escape(again, sizeof(again), pe->comm, sizeof(pe->comm), 0) == i &&
+		!memcmp(again, pe->comm, i));
 }
 
 static void decode_at(const uint8_t *raw, size_t len)

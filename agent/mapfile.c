@@ -80,6 +80,21 @@ static bool next_data(int fd, off_t off, off_t end, off_t *lo, off_t *hi)
 	return true;
 }
 
+/*
+ * Room for @len more bytes past @size, taken before the first byte is
+ * appended: a full filesystem then refuses the whole append, where a write
+ * that ran out of space halfway would leave half a line at the end of the
+ * child's map. The canonical lines are never longer than the parent's raw
+ * ones (padding, 0x and CRs go; bytes are replaced one for one), so the
+ * parent's data is enough. Filesystems without fallocate() go on without.
+ */
+static int reserve(int fd, off_t size, off_t len)
+{
+	if (len <= 0 || !fallocate(fd, FALLOC_FL_KEEP_SIZE, size, len))
+		return 0;
+	return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -errno;
+}
+
 /* The end of the last '\n' in [lo, hi) of @fd, or -1 when there is none. */
 static off_t last_newline(int fd, off_t lo, off_t hi)
 {
@@ -369,13 +384,20 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 		   const struct copy_gate *gate, struct copy_result *res)
 {
 	uint64_t t0 = clock_mono_ns();
-	struct stat pst;
+	struct stat pst, st;
+	char name[32];
 	off_t copied;
 	int pfd, fd, err;
 
 	pfd = parent_of(dirfd, parent_fd, rq, max_bytes, &pst, res);
 	if (pfd < 0)
 		return pfd;
+	map_name(rq->child, name, sizeof(name));
+	/* The child's runtime made its map first: it is appended to; no copy is filled for nothing. */
+	if (!fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		err = -EEXIST;
+		goto close_parent;
+	}
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
@@ -425,6 +447,7 @@ static int append_entries(int pfd, const struct stat *pst, const struct copy_req
 {
 	struct stat st;
 	long n;
+	int err;
 
 	if (same_first_entry(pfd, fd)) {
 		res->kind = COPY_BY_RUNTIME;
@@ -434,6 +457,13 @@ static int append_entries(int pfd, const struct stat *pst, const struct copy_req
 	if (fstat(fd, &st) || !ends_in_newline(fd, st.st_size)) {
 		res->why = "ends in an unfinished line";
 		return -EAGAIN;
+	}
+	/* No more than the data the copy may take: a sparse parent's holes are not reserved. */
+	err = reserve(fd, st.st_size, rq->max_data && (uint64_t)pst->st_size > rq->max_data ?
+				      (off_t)rq->max_data : pst->st_size);
+	if (err) {
+		res->why = "has no room for the parent's entries";
+		return err;
 	}
 	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &res->bytes);
 	if (n < 0) {

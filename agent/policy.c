@@ -31,6 +31,17 @@
 /* A parent's map grows while it is copied: this much more data than estimated is allowed. */
 #define COPY_SLACK (1ull << 20)
 
+/*
+ * A copy that fails for the system's sake (a full filesystem, no file
+ * descriptors left) fails alike for every fork until the cause goes away:
+ * it is said once, counted every time, and its end is said.
+ */
+struct copy_fault {
+	int err;          /* 0: the last copy worked */
+	const char *why;
+	uint64_t quiet;   /* failures alike since the one said */
+};
+
 struct policy {
 	struct policy_config cfg;
 	struct mapstore store;
@@ -40,6 +51,7 @@ struct policy {
 	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
 	uint64_t tickets;             /* of copies sent to the worker */
 	struct policy_stats stats;
+	struct copy_fault copy_fault;
 };
 
 /* An event's time for look(): its latest moment, or 0 (now) when unknown. */
@@ -526,6 +538,43 @@ static bool can_defer(const struct policy *p)
 	return p->cfg.defer_copy_bytes && p->store.ops->copy_defer;
 }
 
+static bool same_fault(const struct copy_fault *f, int err, const char *why)
+{
+	return f->err == err && (f->why == why || (f->why && why && !strcmp(f->why, why)));
+}
+
+/* A refusal names a trap at one path: said each time. Any other cause, once. */
+static void copy_failed(struct policy *p, const struct proc *pr, const struct copy_result *res,
+			int err)
+{
+	struct copy_fault *f = &p->copy_fault;
+
+	p->stats.copies_failed++;
+	if (!res->refused && same_fault(f, err, res->why)) {
+		f->quiet++;
+		p->stats.copies_failed_quiet++;
+		return;
+	}
+	pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s%s", (int)pr->ppid, (int)pr->tgid,
+	       p->cfg.map_dir, (int)pr->tgid, res->why ? res->why : "",
+	       res->refused ? "" : ": ", res->refused ? "" : strerror(-err),
+	       res->refused ? "" : "; more copies failing alike are counted, not said, until one works");
+	if (!res->refused)
+		*f = (struct copy_fault){ .err = err, .why = res->why };
+}
+
+static void copy_worked(struct policy *p, const struct proc *pr)
+{
+	struct copy_fault *f = &p->copy_fault;
+
+	if (!f->err)
+		return;
+	pr_info("copy %d -> %d: copies work again; %llu more had failed (%s%s%s) since the one said",
+		(int)pr->ppid, (int)pr->tgid, (unsigned long long)f->quiet, f->why ? f->why : "",
+		f->why ? ": " : "", strerror(-f->err));
+	*f = (struct copy_fault){ 0 };
+}
+
 /*
  * A copy's outcome, made here or in the worker: 0 done, -EAGAIN to try
  * again later, -EINPROGRESS when the worker took what follows (an append).
@@ -558,12 +607,10 @@ static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int
 	if (err == -EEXIST && settling)
 		return 0;
 	if (err) {
-		p->stats.copies_failed++;
-		pr_err("copy %d -> %d: %s/perf-%d.map %s%s%s", (int)pr->ppid, (int)pr->tgid,
-		       p->cfg.map_dir, (int)pr->tgid, res->why ? res->why : "",
-		       res->refused ? "" : ": ", res->refused ? "" : strerror(-err));
+		copy_failed(p, pr, res, err);
 		return 0;
 	}
+	copy_worked(p, pr);
 	/* Only a map that is nothing but the copy may later be deleted as such. */
 	if (res->kind == COPY_CREATED) {
 		pr->flags |= PROC_COPIED;

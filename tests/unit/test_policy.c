@@ -41,6 +41,8 @@ static struct fake {
 	int archive_err;           /* archive: fails with this, when not 0 */
 	int full;                  /* archive: -EAGAIN (queue full) this many more times */
 	int append_eagain;         /* copy_append: -EAGAIN this many more times */
+	int create_err;            /* copy_create: fails with this, when not 0 */
+	bool create_refused;       /* ... as a refusal of what is at the path */
 	uint64_t now;              /* the fake clock, CLOCK_BOOTTIME */
 	ino_t next_ino;
 	/* What was done. */
@@ -134,6 +136,11 @@ static int fake_copy_create(void *ctx, const struct copy_req *rq, struct copy_re
 		return -ESRCH;
 	if (F.map[rq->child].exists)
 		return -EEXIST;
+	if (F.create_err) {
+		res->why = F.create_refused ? "is a symlink, refused" : "cannot be filled";
+		res->refused = F.create_refused;
+		return F.create_err;
+	}
 	put_map(rq->child, rq->parent_map->size, span_at(F.now), ENTRIES_MAPPED);
 	res->kind = COPY_CREATED;
 	res->entries = 3;
@@ -401,6 +408,39 @@ static void test_copy_waits_for_an_unfinished_line_then_gives_up(void **state)
 	F.appends = 0;
 	tick(F.now + 100 * MS);
 	assert_int_equal(F.appends, 0);
+}
+
+/* A full disk fails every copy alike: each is counted, only the first said, until one works. */
+static void test_copies_failing_alike_are_said_once(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, (struct span){ 2 * SEC, 2 * SEC }, ENTRIES_MAPPED);
+	F.create_err = -ENOSPC;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	fork_at(13, 10, 7 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_failed, 3);
+	assert_int_equal(stats()->copies_failed_quiet, 2);
+	/* Another cause is said. */
+	F.create_err = -EMFILE;
+	fork_at(14, 10, 8 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_failed_quiet, 2);
+	/* A copy works: the next failure is said again. */
+	F.create_err = 0;
+	fork_at(15, 10, 9 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_created, 1);
+	F.create_err = -EMFILE;
+	fork_at(16, 10, 10 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_failed, 5);
+	assert_int_equal(stats()->copies_failed_quiet, 2);
+	/* A refusal names a trap at one path: said every time. */
+	F.create_refused = true;
+	F.create_err = -ELOOP;
+	fork_at(17, 10, 11 * SEC, 1 * SEC);
+	fork_at(18, 10, 12 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_failed, 7);
+	assert_int_equal(stats()->copies_failed_quiet, 2);
 }
 
 static void test_over_max_map_bytes_is_neither_copied_nor_archived(void **state)
@@ -1543,6 +1583,7 @@ int main(void)
 		T(test_child_that_execd_before_the_copy_gets_nothing),
 		T(test_runtime_map_first_gets_the_entries_appended),
 		T(test_copy_waits_for_an_unfinished_line_then_gives_up),
+		T(test_copies_failing_alike_are_said_once),
 		T(test_over_max_map_bytes_is_neither_copied_nor_archived),
 		T(test_dry_run_decides_and_changes_nothing),
 		T(test_foreign_namespace_is_left_alone),

@@ -33,6 +33,7 @@ struct instance {
 	unsigned int left;
 	bool spent;                   /* this window's budget ran out */
 	uint64_t served, throttled;
+	int spare_fd;   /* given up to accept a status connection when the agent is out of fds */
 	char lock_path[PATH_MAX];
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
@@ -99,6 +100,7 @@ struct instance *instance__open(const char *run_dir, const char *map_dir, gid_t 
 		return NULL;
 	inst->lock_fd = inst->sock_fd = -1;
 	inst->status_gid = status_gid;
+	inst->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (mkdir(run_dir, 0755) && errno != EEXIST) {
 		pr_err("run directory %s: %s", run_dir, strerror(errno));
 		goto free_inst;
@@ -106,7 +108,8 @@ struct instance *instance__open(const char *run_dir, const char *map_dir, gid_t 
 	err = perfmap__run_paths(run_dir, map_dir, inst->lock_path, sock,
 			     sizeof(inst->lock_path));
 	if (err) {
-		pr_err("map directory %s: %s", map_dir, strerror(-err));
+		pr_err("run directory %s: the lock and socket names for %s: %s", run_dir, map_dir,
+		       strerror(-err));
 		goto free_inst;
 	}
 	memcpy(inst->sock_path, sock, strlen(sock) + 1);  /* fits: perfmap__run_paths checked */
@@ -130,12 +133,30 @@ void instance__free(struct instance *inst)
 	/* The lock file stays: unlinking it would let a third agent lock a new inode. */
 	if (inst->lock_fd >= 0)
 		close(inst->lock_fd);
+	if (inst->spare_fd >= 0)
+		close(inst->spare_fd);
 	free(inst);
 }
 
 int instance__fd(const struct instance *inst)
 {
 	return inst->sock_fd;
+}
+
+/*
+ * Out of fds, accept() fails and the connection stays queued: the loop would
+ * wake for it again at once, forever, and nobody could ask the agent what is
+ * wrong. The spare fd is given up for the one connection and taken back.
+ */
+static int accept_status(struct instance *inst)
+{
+	int fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd >= 0 || errno != EMFILE || inst->spare_fd < 0)
+		return fd;
+	close(inst->spare_fd);
+	inst->spare_fd = -1;
+	return accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }
 
 unsigned int instance__budget(struct instance *inst, uint64_t now_ns)
@@ -158,7 +179,7 @@ void instance__serve(struct instance *inst, const char *text, size_t len, unsign
 	int fd;
 
 	for (n = 0; n < max && n < inst->left; n++) {
-		fd = accept4(inst->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		fd = accept_status(inst);
 		if (fd < 0)
 			break;
 		/* A small report into a fresh socket buffer: one write, never blocks. */
@@ -168,6 +189,8 @@ void instance__serve(struct instance *inst, const char *text, size_t len, unsign
 		inst->served++;
 	}
 	inst->left -= n;
+	if (inst->spare_fd < 0)
+		inst->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 void instance__stats(const struct instance *inst, uint64_t *served, uint64_t *throttled)

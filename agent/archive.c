@@ -401,7 +401,8 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 	map_name(pid, name, sizeof(name));
 	fd = perfmap__open_map_at(ar->cfg.map_dir_fd, name, O_RDONLY, &oopts, &st);
 	if (fd < 0) {
-		if (fd != -ENOENT)
+		/* Out of fds or memory: the caller tries again later, and says so once. */
+		if (fd != -ENOENT && fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM)
 			pr_warn("archive %s/%s: %s; left in place", ar->cfg.map_dir, name,
 				perfmap_open_strerror(fd));
 		return fd;

@@ -293,6 +293,18 @@ static void map_info_of(const struct stat *st, struct span born, struct map_info
 	mi->born = born;
 }
 
+/*
+ * An open in the map directory failed: a refusal of what is at the path
+ * (logged each time, it names a trap), or the system's error (out of fds, of
+ * memory), which is the agent's state and not the file's.
+ */
+static void open_failed(struct copy_result *res, int err, const char *what)
+{
+	res->refused = err == -ELOOP || err == -EINVAL || err == -EMLINK || err == -EPERM ||
+		       err == -EFBIG || err == -EAGAIN;
+	res->why = res->refused ? perfmap_open_strerror(err) : what;
+}
+
 /* The parent's map, hardened, and still the file the policy judged. */
 static int open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 		       struct stat *st, struct copy_result *res)
@@ -305,8 +317,7 @@ static int open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 	map_name(rq->parent, name, sizeof(name));
 	fd = perfmap__open_map_at(dirfd, name, O_RDONLY, &oopts, st);
 	if (fd < 0) {
-		res->why = perfmap_open_strerror(fd);
-		res->refused = true;
+		open_failed(res, fd, "cannot be made: the parent's map cannot be opened");
 		return fd;
 	}
 	if (st->st_dev != rq->parent_map->dev || st->st_ino != rq->parent_map->ino) {
@@ -507,8 +518,7 @@ int mapfile_append(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 	privs_override_end();
 	if (fd < 0) {
 		err = fd;
-		res->why = perfmap_open_strerror(fd);
-		res->refused = true;
+		open_failed(res, fd, "cannot be opened");
 		goto leave_gate;
 	}
 	err = append_entries(pfd, &pst, rq, fd, res);

@@ -52,7 +52,18 @@ struct policy {
 	uint64_t tickets;             /* of copies sent to the worker */
 	struct policy_stats stats;
 	struct copy_fault copy_fault;
+	uint64_t moves_put_off;  /* exited maps not moved for want of fds since the first said */
+	bool put_off_now, moved_now;  /* in this tick */
 };
+
+/*
+ * Out of file descriptors or memory: a passing state of the agent, not of the
+ * map. What failed for it is tried again, never given up for it at once.
+ */
+static bool short_of_resources(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM;
+}
 
 /* An event's time for look(): its latest moment, or 0 (now) when unknown. */
 static uint64_t latest(struct span t)
@@ -544,12 +555,11 @@ static bool same_fault(const struct copy_fault *f, int err, const char *why)
 }
 
 /* A refusal names a trap at one path: said each time. Any other cause, once. */
-static void copy_failed(struct policy *p, const struct proc *pr, const struct copy_result *res,
-			int err)
+static void say_copy_fault(struct policy *p, const struct proc *pr, const struct copy_result *res,
+			   int err)
 {
 	struct copy_fault *f = &p->copy_fault;
 
-	p->stats.copies_failed++;
 	if (!res->refused && same_fault(f, err, res->why)) {
 		f->quiet++;
 		p->stats.copies_failed_quiet++;
@@ -561,6 +571,13 @@ static void copy_failed(struct policy *p, const struct proc *pr, const struct co
 	       res->refused ? "" : "; more copies failing alike are counted, not said, until one works");
 	if (!res->refused)
 		*f = (struct copy_fault){ .err = err, .why = res->why };
+}
+
+static void copy_failed(struct policy *p, const struct proc *pr, const struct copy_result *res,
+			int err)
+{
+	p->stats.copies_failed++;
+	say_copy_fault(p, pr, res, err);
 }
 
 static void copy_worked(struct policy *p, const struct proc *pr)
@@ -606,6 +623,12 @@ static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int
 	}
 	if (err == -EEXIST && settling)
 		return 0;
+	if (short_of_resources(err) && !settling) {
+		/* Tried again at the next ticks: said once, counted when given up. */
+		p->stats.resource_deferred++;
+		say_copy_fault(p, pr, res, err);
+		return err;
+	}
 	if (err) {
 		copy_failed(p, pr, res, err);
 		return 0;
@@ -733,20 +756,31 @@ static int copy_from_parent(struct policy *p, struct proc *pr, struct span pstar
 	return start_copy(p, pr, &rq, op, now_ns);
 }
 
-/* After a try at @pr's copy that returned @ret: wait for a runtime's line, or give up. */
+/* Worth another try: a runtime's unfinished line, or the agent short of fds or memory. */
+static bool copy_again(int err)
+{
+	return err == -EAGAIN || short_of_resources(err);
+}
+
+/* After a try at @pr's copy that returned @ret: wait for a runtime's line or for fds, or give up. */
 static void after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now_ns)
 {
 	if (ret == -EINPROGRESS)
 		return;  /* the worker's result decides */
-	if (ret != -EAGAIN) {
+	if (!copy_again(ret)) {
 		pr->retry_until_ns = 0;
 	} else if (!pr->retry_until_ns) {
 		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
 	} else if (now_ns >= pr->retry_until_ns) {
 		pr->retry_until_ns = 0;
 		p->stats.copies_failed++;
-		pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
-		       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
+		if (ret == -EAGAIN)
+			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
+			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
+		else
+			pr_err("copy %d -> %d: %s/perf-%d.map not made: %s for %llu s; given up",
+			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid,
+			       strerror(-ret), (unsigned long long)(COPY_RETRY_NS / 1000000000));
 	}
 }
 
@@ -969,6 +1003,18 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 
 /* ---- timers ---- */
 
+/* An exited process's map the agent had no fd for: it stays, and is tried again. */
+static enum retain_result put_off(struct policy *p, const struct retained *e, int err)
+{
+	p->stats.resource_deferred++;
+	p->put_off_now = true;
+	if (!p->moves_put_off++)
+		pr_warn("archive %s/perf-%d.map: %s; it stays at its path and is tried again every %llu s (said once until a move works)",
+			p->cfg.map_dir, (int)e->pid, strerror(-err),
+			(unsigned long long)(RETRY_EXITED_NS / 1000000000));
+	return RETAIN_BUSY;
+}
+
 static enum retain_result on_due(void *ctx, const struct retained *e)
 {
 	struct policy *p = ctx;
@@ -990,6 +1036,10 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 	}
 	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi,
 			e->kind == RETAIN_MOVE ? ARCHIVE_F_AS_JUDGED : 0);
+	if (e->kind == RETAIN_EXITED && short_of_resources(err))
+		return put_off(p, e, err);
+	if (e->kind == RETAIN_EXITED && !err)
+		p->moved_now = true;
 	if (err != -EBUSY && err != -EAGAIN)
 		return RETAIN_DONE;
 	if (e->kind == RETAIN_EXITED)
@@ -1029,7 +1079,14 @@ void policy__tick(struct policy *p, uint64_t now_ns)
 	const struct retention_cb cb = { .due = on_due, .gave_up = on_gave_up, .ctx = p };
 
 	retry_copies(p, now_ns);
+	p->put_off_now = p->moved_now = false;
 	retention__expire(p->retained, now_ns, &cb);
+	/* The shortage is over when moves work and none had to be put off. */
+	if (p->moves_put_off && p->moved_now && !p->put_off_now) {
+		pr_info("archive: moves work again; %llu had been put off",
+			(unsigned long long)p->moves_put_off);
+		p->moves_put_off = 0;
+	}
 }
 
 uint64_t policy__next_deadline(const struct policy *p)

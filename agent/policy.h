@@ -215,6 +215,7 @@ struct policy_config {
 struct policy_stats {
 	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
 	uint64_t copies_failed_quiet;  /* failed alike to the failure last logged: not logged */
+	uint64_t resource_deferred;    /* copies and moves put off: the agent was out of fds or memory */
 	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
 	uint64_t copies_deferred;      /* sent to the worker, off the event loop */
 	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */

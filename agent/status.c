@@ -93,6 +93,7 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "copies_by_runtime", s->copies_by_runtime);
 	u64(r, "copies_failed", s->copies_failed);
 	u64(r, "copies_failed_quiet", s->copies_failed_quiet);
+	u64(r, "resource_deferred", s->resource_deferred);
 	u64(r, "copies_skipped_exec", s->copies_skipped_exec);
 	u64(r, "copies_deferred", s->copies_deferred);
 	u64(r, "copies_over_budget", s->copies_over_budget);

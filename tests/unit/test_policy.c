@@ -423,14 +423,14 @@ static void test_copies_failing_alike_are_said_once(void **state)
 	assert_int_equal(stats()->copies_failed, 3);
 	assert_int_equal(stats()->copies_failed_quiet, 2);
 	/* Another cause is said. */
-	F.create_err = -EMFILE;
+	F.create_err = -EIO;
 	fork_at(14, 10, 8 * SEC, 1 * SEC);
 	assert_int_equal(stats()->copies_failed_quiet, 2);
 	/* A copy works: the next failure is said again. */
 	F.create_err = 0;
 	fork_at(15, 10, 9 * SEC, 1 * SEC);
 	assert_int_equal(stats()->copies_created, 1);
-	F.create_err = -EMFILE;
+	F.create_err = -EIO;
 	fork_at(16, 10, 10 * SEC, 1 * SEC);
 	assert_int_equal(stats()->copies_failed, 5);
 	assert_int_equal(stats()->copies_failed_quiet, 2);
@@ -774,6 +774,44 @@ static void test_exec_move_is_retried_while_the_archive_is_full(void **state)
 	tick(policy__next_deadline(P));
 	assert_int_equal(F.archived[20], 1 + ARCHIVE_EXEC);
 	assert_int_equal(stats()->exec_archived, 1);
+}
+
+/* Out of fds: the exited map stays at its path and is tried again, never dropped. */
+static void test_exit_map_without_an_fd_is_tried_again(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	F.archive_err = -EMFILE;
+	tick(due);
+	assert_true(F.map[30].exists);
+	assert_int_equal(policy__retained(P), 1);
+	assert_int_equal(stats()->resource_deferred, 1);
+	F.archive_err = 0;
+	tick(due + 10 * SEC);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+/* Out of fds at a fork: the copy is tried again at the next ticks. */
+static void test_copy_without_an_fd_is_tried_again(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, (struct span){ 2 * SEC, 2 * SEC }, ENTRIES_MAPPED);
+	F.create_err = -EMFILE;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_false(F.map[11].exists);
+	assert_int_equal(stats()->resource_deferred, 1);
+	F.create_err = 0;
+	tick(5 * SEC + 100 * MS);
+	assert_true(F.map[11].exists);
+	assert_int_equal(stats()->copies_created, 1);
+	assert_int_equal(stats()->copies_failed, 0);
 }
 
 static void test_exit_of_a_map_made_after_it_is_not_retained(void **state)
@@ -1584,6 +1622,8 @@ int main(void)
 		T(test_runtime_map_first_gets_the_entries_appended),
 		T(test_copy_waits_for_an_unfinished_line_then_gives_up),
 		T(test_copies_failing_alike_are_said_once),
+		T(test_exit_map_without_an_fd_is_tried_again),
+		T(test_copy_without_an_fd_is_tried_again),
 		T(test_over_max_map_bytes_is_neither_copied_nor_archived),
 		T(test_dry_run_decides_and_changes_nothing),
 		T(test_foreign_namespace_is_left_alone),

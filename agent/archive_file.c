@@ -160,12 +160,16 @@ fail:
 	return -errno;
 }
 
-/* Files the worker was writing when the agent stopped: never linked to a name, never complete. */
+/*
+ * Files the worker was writing when the agent stopped: never linked to a
+ * name, never complete. One another agent on the same archive writes now is
+ * open: a write lease is granted only on a file nobody has open.
+ */
 void archive_dir__remove_temporaries(int dir_fd)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd;
+	int fd, tfd;
 
 	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -174,8 +178,16 @@ void archive_dir__remove_temporaries(int dir_fd)
 			close(fd);
 		return;
 	}
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, ARCHIVE_TMP_PREFIX, strlen(ARCHIVE_TMP_PREFIX)))
-			unlinkat(dir_fd, de->d_name, 0);
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, ARCHIVE_TMP_PREFIX, strlen(ARCHIVE_TMP_PREFIX)))
+			continue;
+		tfd = openat(dir_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (tfd < 0)
+			continue;
+		if (!fcntl(tfd, F_SETLEASE, F_WRLCK) && !unlinkat(dir_fd, de->d_name, 0))
+			pr_info("archive: removed %s, a part of a map left by an agent that died writing it",
+				de->d_name);
+		close(tfd);
+	}
 	closedir(d);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "archive_file.h"
 #include "archive_journal.h"
 #include "archive_quota.h"
 #include "log.h"
@@ -540,6 +541,30 @@ static void test_a_users_future_mtimes_evict_only_their_own(void **state)
 	assert_true(archived(401));
 }
 
+/* A part of a map an agent killed while compacting left: removed at the start, unless open. */
+static void test_a_temporary_file_left_by_a_crash_is_removed_at_the_start(void **state)
+{
+	char left[4096 + 64], open_one[4096 + 64], kept[4096 + 64];
+	int fd;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive__free(ar);
+	snprintf(left, sizeof(left), "%s/" ARCHIVE_TMP_PREFIX "AbC123", arch);
+	snprintf(open_one, sizeof(open_one), "%s/" ARCHIVE_TMP_PREFIX "XyZ789", arch);
+	snprintf(kept, sizeof(kept), "%s/perf-302-99.map", arch);
+	tu_write(left, "1000 10 half_a_li", 17);
+	tu_write(open_one, "1000 10 being_written\n", 22);
+	tu_write(kept, "1000 10 archived\n", 17);
+	fd = open(open_one, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	ar = open_archive(1 << 20);
+	assert_int_equal(access(left, F_OK), -1);
+	assert_int_equal(access(open_one, F_OK), 0);
+	assert_int_equal(access(kept, F_OK), 0);
+	close(fd);
+}
+
 static void test_refuses_an_archive_others_can_write(void **state)
 {
 	(void)state;
@@ -572,6 +597,7 @@ int main(void)
 		T(test_a_map_grown_past_the_bound_is_not_left_staged),
 		T(test_quota_plan_takes_from_the_largest_user_first),
 		T(test_a_users_future_mtimes_evict_only_their_own),
+		T(test_a_temporary_file_left_by_a_crash_is_removed_at_the_start),
 		T(test_refuses_an_archive_others_can_write),
 #undef T
 	};

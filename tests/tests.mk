@@ -36,7 +36,8 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test agent-test-asan
+test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test agent-test-asan \
+	faults-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -162,4 +163,16 @@ agent-test: all $(AGENT_TEST_BINS)
 agent-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/agent/run.sh $(ASAN_AGENT) $(AGENT_TESTS_ASAN)
 
-.PHONY: test-all agent-test asan-agent agent-test-asan
+
+# Faults the agent must survive (root): a full disk, no fds, a lost ring
+# buffer, kill -9; and the fork rate it holds. FAULT_TESTS="enospc" picks some.
+FAULT_TEST_BINS := $(O)/tests/fault_forkrate
+
+$(O)/tests/fault_%: tests/security/fault_%.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
+
+faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
+	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
+
+.PHONY: test-all agent-test asan-agent agent-test-asan faults-test

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "archive.h"
@@ -49,6 +50,7 @@ struct archive {
 	struct archive_job *head, **tail;
 	unsigned int queued;
 	bool stop, started, busy, paused;
+	uint64_t put_off;             /* the worker's: stores put off since the one said */
 	bool full_said;               /* the queue's being full is logged once per time */
 };
 
@@ -96,6 +98,7 @@ void archive__stats(struct archive *ar, struct archive_stats *out)
 	out->evicted = __atomic_load_n(&s->evicted, __ATOMIC_RELAXED);
 	out->failed = __atomic_load_n(&s->failed, __ATOMIC_RELAXED);
 	out->deferred = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+	out->store_deferred = __atomic_load_n(&s->store_deferred, __ATOMIC_RELAXED);
 	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
 	out->uncompacted = __atomic_load_n(&s->uncompacted, __ATOMIC_RELAXED);
 }
@@ -121,6 +124,25 @@ static int open_staged(struct archive *ar, const struct staged_rec *rec, struct 
 }
 
 /* The staged map is gone or another file: nothing of the agent's is left to finish. */
+/* How long the worker waits before it tries a store again for want of fds or memory. */
+#define STORE_RETRY_NS (1000ull * 1000000)
+
+/* Out of fds or memory: the agent's passing state; the map stays staged and is tried again. */
+static bool short_of_resources(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM;
+}
+
+/* Said once until a store works again; the worker tries again in a second. */
+static int put_off(struct archive *ar, const struct staged_rec *rec, int err)
+{
+	count(&ar->stats.store_deferred);
+	if (!ar->put_off++)
+		pr_warn("archive %s/%s -> %s/%s: %s; kept staged and tried again every second (said once until a store works)",
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, strerror(-err));
+	return err;
+}
+
 static void lost_staged(struct archive *ar, const struct staged_rec *rec, int err)
 {
 	journal__remove(ar->journal_fd, rec->staged);
@@ -149,6 +171,8 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 	int err;
 
 	rq.src_fd = open_staged(ar, rec, &st);
+	if (short_of_resources(rq.src_fd))
+		return put_off(ar, rec, rq.src_fd);
 	if (rq.src_fd < 0) {
 		lost_staged(ar, rec, rq.src_fd);
 		return rq.src_fd;
@@ -156,6 +180,8 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 	rq.src_size = (uint64_t)st.st_size;
 	err = archive_file__write(&rq, &res);
 	close(rq.src_fd);
+	if (short_of_resources(err))
+		return put_off(ar, rec, err);
 	if (err) {
 		pr_err("archive %s/%s -> %s/%s: %s: %s; left at %s/%s for the next start",
 		       ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, res.why,
@@ -166,6 +192,11 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 	unlinkat(ar->cfg.map_dir_fd, rec->staged, 0);
 	journal__remove(ar->journal_fd, rec->staged);
 	count(&ar->stats.archived);
+	if (ar->put_off) {
+		pr_info("archive: stores work again; %llu had been put off",
+			(unsigned long long)ar->put_off);
+		ar->put_off = 0;
+	}
 	if (res.uncompacted) {
 		count(&ar->stats.uncompacted);
 		pr_warn("archive: %s/%s -> %s/%s (%llu bytes, %lu entries) stored uncompacted: %s",
@@ -180,10 +211,30 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 	return 0;
 }
 
+/* Back at the head of the queue, after a pause: the other jobs need fds just as much. */
+static void retry_later(struct archive *ar, struct archive_job *job)
+{
+	struct timespec until;
+	uint64_t ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	ns = until.tv_nsec + STORE_RETRY_NS;
+	until.tv_sec += ns / 1000000000;
+	until.tv_nsec = ns % 1000000000;
+	job->next = ar->head;
+	ar->head = job;
+	if (ar->tail == &ar->head)
+		ar->tail = &job->next;
+	ar->queued++;
+	while (!ar->stop && pthread_cond_timedwait(&ar->cond, &ar->lock, &until) != ETIMEDOUT)
+		;
+}
+
 static void *archiver_main(void *arg)
 {
 	struct archive *ar = arg;
 	struct archive_job *job;
+	int err;
 
 	pthread_mutex_lock(&ar->lock);
 	for (;;) {
@@ -199,10 +250,15 @@ static void *archiver_main(void *arg)
 		ar->busy = true;
 		pthread_mutex_unlock(&ar->lock);
 
-		store(ar, &job->rec);
-		free(job);
-
+		err = store(ar, &job->rec);
 		pthread_mutex_lock(&ar->lock);
+		if (short_of_resources(err)) {
+			ar->busy = false;
+			pthread_cond_broadcast(&ar->cond);
+			retry_later(ar, job);
+			continue;
+		}
+		free(job);
 		ar->busy = false;
 		pthread_cond_broadcast(&ar->cond);
 	}
@@ -300,6 +356,7 @@ static int open_dirs(struct archive *ar)
 
 struct archive *archive__open(const struct archive_config *cfg)
 {
+	pthread_condattr_t ca;
 	struct archive *ar;
 	int err;
 
@@ -314,7 +371,11 @@ struct archive *archive__open(const struct archive_config *cfg)
 	ar->dir_fd = ar->journal_fd = -1;
 	ar->tail = &ar->head;
 	pthread_mutex_init(&ar->lock, NULL);
-	pthread_cond_init(&ar->cond, NULL);
+	/* The worker's pauses are timed on the monotonic clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ar->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	err = open_dirs(ar);
 	if (err)
 		goto free_ar;

@@ -43,6 +43,7 @@ struct archive_stats {
 	uint64_t deferred;            /* the queue was full: left at its path, tried again later */
 	uint64_t staged_refused;      /* named like a staged map, not one the agent made: left alone */
 	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
+	uint64_t store_deferred;      /* stores put off for want of fds or memory: tried again */
 };
 
 struct archive;

@@ -121,7 +121,7 @@ entries_kept() {
 
 # status_of MAP_DIR KEY: lib.sh's, asking the agent of this scenario's --run-dir.
 status_of() {
-	"$BUILD/perfmapctl" status --map-dir "$1" --run-dir "$RUN" | awk -v k="$2:" '$1 == k { print $2 }'
+	timeout 5 "$BUILD/perfmapctl" status --map-dir "$1" --run-dir "$RUN" | awk -v k="$2:" '$1 == k { print $2 }'
 }
 agent_answers() { [ "$(status_of "$1" pid)" = "$AGENT_PID" ]; }
 status_ge() { [ "$(status_of "$1" "$2")" -ge "$3" ] 2>/dev/null; }
@@ -245,6 +245,55 @@ maps_gone() {
 	return 0
 }
 
+# cpu_ticks PID: user + system clock ticks the process has used.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# starve D A: the running agent's soft limit lowered below the fds it holds,
+# so that no open can succeed for 2 s, while 20 maps are being archived and
+# a JIT forks 10 children: the agent answers, does not spin, and once the
+# limit is back the children get their copies (tried again within 5 s of
+# their fork) and the maps reach the archive.
+starve() {
+	local d=$1 a=$2 before fj t0 used fd tp i p spids=() lost=0
+	before=$(status_of "$d" resource_deferred)
+	exec {fd}< <(exec timeout 30 tail -n 0 -f "$AGENT_LOG")
+	tp=$!
+	# Held while they exit, the agent moves all 20 maps aside at once.
+	kill -STOP "$AGENT_PID"
+	for i in $(seq 20); do
+		"$FORKJIT" --dir "$d" --entries 30000 --prefix "st$i" >/dev/null 2>&1 &
+		spids+=($!)
+	done
+	for p in "${spids[@]}"; do
+		wait "$p"
+	done
+	kill -CONT "$AGENT_PID"
+	# The fds run out while the archiver has maps in hand.
+	grep -q -m1 "moved aside to" <&"$fd"
+	prlimit --pid "$AGENT_PID" --nofile=16:64
+	kill "$tp" 2>/dev/null
+	exec {fd}<&-
+	bg "$FORKJIT" --dir "$d" --entries 1000 --children 10 --wait-map-ms 20000 --prefix starved \
+		>"$WORK/starved.out" 2>&1
+	fj=$!
+	t0=$(cpu_ticks "$AGENT_PID")
+	check "emfile: with no fd to be had, the agent answers, and puts the copies off" \
+		wait_for 10 status_ge "$d" resource_deferred $((before + 10))
+	sleep 1
+	used=$(( $(cpu_ticks "$AGENT_PID") - t0 ))
+	check "emfile: and does not spin meanwhile ($used clock ticks of CPU in the second)" test "$used" -lt 30
+	prlimit --pid "$AGENT_PID" --nofile=64:64
+	check "emfile: the limit back, the 10 children got their copies" wait "$fj" || head -3 "$WORK/starved.out"
+	check "emfile: the archiver had maps in hand without an fd, and kept them ($(status_of "$d" archive_deferred) put off)" \
+		status_ge "$d" archive_deferred 1
+	check "emfile: the limit back, they reached the archive by themselves" \
+		wait_for 60 eval 'no_staged "$d" && maps_gone "$d" "${spids[@]}"'
+	for i in $(seq 20); do
+		entries_kept "$d" "$a" "${spids[$((i - 1))]}" "st$i" 30000 || lost=$((lost + 1))
+	done
+	check "emfile: all 20 maps' 30000 entries are archived ($lost lost)" test "$lost" = 0
+}
+
 # The agent under a limit of 64 file descriptors, while 200 processes with
 # maps exit at once (each archived map holds an fd until it is compacted) and
 # a JIT forks: it neither dies nor loses a map, counts what failed, and gets
@@ -284,6 +333,7 @@ test_emfile() {
 	check "emfile: fds ran out, and it was counted (resource_deferred)" status_ge "$d" resource_deferred 1
 	check "emfile: and said a few times, not per map ($n lines)" test "$n" -le 10
 	check "emfile: every exited map left its path for the archive, by itself" wait_for 60 maps_gone "$d" "${pids[@]}"
+	starve "$d" "$a"
 	for i in $(seq 200); do
 		entries_kept "$d" "$a" "${pids[$((i - 1))]}" "ex$i" 3000 || lost=$((lost + 1))
 	done

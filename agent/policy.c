@@ -27,7 +27,7 @@
 #include "proctab.h"
 #include "retention.h"
 
-#define COPY_RETRY_NS (5ull * 1000000000)   /* for a runtime to finish its line */
+#define COPY_RETRY_NS (5ull * 1000000000)   /* for a runtime to finish its line, or fds to be free */
 /* A parent's map grows while it is copied: this much more data than estimated is allowed. */
 #define COPY_SLACK (1ull << 20)
 

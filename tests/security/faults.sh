@@ -284,8 +284,8 @@ starve() {
 	check "emfile: and does not spin meanwhile ($used clock ticks of CPU in the second)" test "$used" -lt 30
 	prlimit --pid "$AGENT_PID" --nofile=64:64
 	check "emfile: the limit back, the 10 children got their copies" wait "$fj" || head -3 "$WORK/starved.out"
-	check "emfile: the archiver had maps in hand without an fd, and kept them ($(status_of "$d" archive_deferred) put off)" \
-		status_ge "$d" archive_deferred 1
+	check "emfile: the archiver had maps in hand without an fd, and kept them ($(status_of "$d" archive_store_deferred) put off)" \
+		status_ge "$d" archive_store_deferred 1
 	check "emfile: the limit back, they reached the archive by themselves" \
 		wait_for 60 eval 'no_staged "$d" && maps_gone "$d" "${spids[@]}"'
 	for i in $(seq 20); do

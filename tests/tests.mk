@@ -36,8 +36,8 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test agent-test-asan \
-	faults-test
+test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test security-test \
+	agent-test-asan faults-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -159,6 +159,10 @@ $(O)/tests/%: tests/agent/%.c
 agent-test: all $(AGENT_TEST_BINS)
 	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
 
+# The adversarial suite: uid 65534 against the running agent; root.
+security-test: all $(AGENT_TEST_BINS)
+	@bash tests/security/run.sh $(O) $(SECURITY_TESTS)
+
 # The same scenarios against the sanitized agent: run.sh fails any that leaves a report.
 agent-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/agent/run.sh $(ASAN_AGENT) $(AGENT_TESTS_ASAN)
@@ -175,4 +179,4 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test asan-agent agent-test-asan faults-test
+.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test

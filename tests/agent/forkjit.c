@@ -7,7 +7,7 @@
  *
  *   forkjit [--dir DIR] [--entries N] [--children N] [--run-ms MS]
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
- *           [--startup-ms MS] [--fork-delay-ms MS] [--hold-ms MS] [--print-pids]
+ *           [--startup-ms MS] [--fork-delay-ms MS] [--gap-ms MS] [--hold-ms MS] [--print-pids]
  *           [--report] [--serial] [--stop-first] [--check-own] [--child-append]
  *           [--sparse-mb N] [--latencies] [--child-hold-ms MS] [--exec CMD ARGS...]
  *
@@ -24,6 +24,9 @@
  * Exit status: 0 when every child found its map complete (or none was asked
  * to look) and the checks asked for pass, 1 otherwise, 2 on usage or set-up
  * errors.
+ *
+ * --gap-ms spaces the forks out: with --serial and --report, a latency sample
+ * taken over a while, as something else runs beside it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +54,7 @@ struct opts {
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
 	int print_pids, report, serial, stop_first, check_own, child_append, latencies;
 	char **exec_argv;
+	unsigned long gap_ms;
 };
 
 struct result {
@@ -316,6 +320,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "prefix", required_argument, NULL, 'p' },
 		{ "startup-ms", required_argument, NULL, 's' },
 		{ "hold-ms", required_argument, NULL, 'H' },
+		{ "gap-ms", required_argument, NULL, 'G' },
 		{ "fork-delay-ms", required_argument, NULL, 'D' },
 		{ "print-pids", no_argument, NULL, 'P' },
 		{ "report", no_argument, NULL, 'R' },
@@ -345,6 +350,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'K': o->child_hold_ms = strtoul(optarg, NULL, 10); break;
 		case 'M': o->sparse_mb = strtoul(optarg, NULL, 10); break;
 		case 'H': o->hold_ms = strtoul(optarg, NULL, 10); break;
+		case 'G': o->gap_ms = strtoul(optarg, NULL, 10); break;
 		case 'D': o->fork_delay_ms = strtoul(optarg, NULL, 10); break;
 		case 'P': o->print_pids = 1; break;
 		case 'R': o->report = 1; break;
@@ -450,6 +456,8 @@ int main(int argc, char **argv)
 		/* One fork at a time: the latency of one copy, without a queue. */
 		if (o.serial)
 			collect(&o, pfd[0], &got, lat, &ok);
+		if (o.gap_ms && i + 1 < o.children)
+			sleep_ms(o.gap_ms);
 	}
 	close(pfd[1]);
 	while (got < o.children)

@@ -99,9 +99,11 @@ kill9_agent() {
 	AGENT_PID=
 }
 
-# status_of MAP_DIR KEY: one value from `perfmapctl status`.
+# status_of MAP_DIR KEY: one value from `perfmapctl status` (of the agent
+# on $RUN_DIR when that is set, as the security suite's private ones).
 status_of() {
-	"$BUILD/perfmapctl" status --map-dir "$1" | awk -v k="$2:" '$1 == k { print $2 }'
+	"$BUILD/perfmapctl" status --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} |
+		awk -v k="$2:" '$1 == k { print $2 }'
 }
 
 # A fresh sticky, world-writable map directory, like /tmp.

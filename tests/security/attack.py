@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""attack.py: the unprivileged attacker of the adversarial suite (tests/security/run.sh).
+
+Run as uid 65534 against a map directory a running perfmapd manages. Each
+command prints what it did (pids, counts) on stdout, one `key value` a line,
+so that the suite can check the attack really ran.
+
+  attack.py mapfork DIR [--lines N] [--long N:BYTES] [--sparse BYTES]
+                        [--from FILE] [--children N] [--hold S] [--mtime EPOCH]
+                        [--comm HEX]
+      writes its own DIR/perf-<pid>.map, forks N children that sleep S
+      seconds, waits for them and exits (the map then has no process).
+  attack.py swapfork DIR SECRET SECONDS
+      forks a child every 20 ms while its own map path is swapped between a
+      symlink to SECRET and a regular file; swaps on after it exits.
+  attack.py holders DIR N
+      N processes that each write their map and exit at once.
+  attack.py relist DIR SECONDS OTHERS TRAP_PID
+      OTHERS other files, a hard-linked perf-TRAP_PID.map, then creates and
+      deletes perf-<pid>.map names of pids without a process for SECONDS.
+  attack.py flood SOCKET SECONDS
+      connects to SOCKET and reads its answer, as fast as it can.
+"""
+import ctypes
+import os
+import socket
+import sys
+import time
+
+PR_SET_NAME = 15
+
+
+def say(key, value):
+    print(key, value, flush=True)
+
+
+def map_path(d, pid):
+    return os.path.join(d, "perf-%d.map" % pid)
+
+
+def valid_lines(n, prefix, base=0x10000000):
+    return "".join("%x 10 %s_%d\n" % (base + i * 16, prefix, i) for i in range(n))
+
+
+def write_own_map(d, args):
+    path = map_path(d, os.getpid())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.write(fd, valid_lines(args.get("lines", 10), "attacker").encode())
+    if "long" in args:
+        n, size = args["long"]
+        for i in range(n):
+            os.write(fd, ("%x 10 " % (0x20000000 + i * 16) + "L" * size + "\n").encode())
+    if "from" in args:
+        with open(args["from"], "rb") as src:
+            while True:
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    break
+                os.write(fd, chunk)
+    if "sparse" in args:
+        os.ftruncate(fd, args["sparse"])
+    os.close(fd)
+    return path
+
+
+def parse_opts(argv):
+    args = {}
+    i = 0
+    while i < len(argv):
+        key, val = argv[i].lstrip("-"), argv[i + 1]
+        if key == "long":
+            n, size = val.split(":")
+            args[key] = (int(n), int(size))
+        elif key in ("from", "comm"):
+            args[key] = val
+        elif key == "hold":
+            args[key] = float(val)
+        else:
+            args[key] = int(val)
+        i += 2
+    return args
+
+
+def children(n, hold):
+    pids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(hold)
+            os._exit(0)
+        pids.append(pid)
+        say("child", pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+
+
+def cmd_mapfork(d, *rest):
+    args = parse_opts(list(rest))
+    if "comm" in args:
+        name = bytes.fromhex(args["comm"])
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+    path = write_own_map(d, args)
+    say("parent", os.getpid())
+    time.sleep(0.05)  # the map is long written before the first fork
+    children(args.get("children", 0), args.get("hold", 0.5))
+    if "mtime" in args:
+        os.utime(path, (args["mtime"], args["mtime"]))
+
+
+def swap_once(path, secret, regular):
+    tmp = path + ".swap"
+    os.symlink(secret, tmp)
+    os.rename(tmp, path)
+    with open(tmp, "w") as f:
+        f.write(regular)
+    os.rename(tmp, path)
+
+
+def cmd_swapfork(d, secret, seconds):
+    seconds = float(seconds)
+    path = map_path(d, os.getpid())
+    regular = valid_lines(10, "attacker_swapped")
+    with open(path, "w") as f:
+        f.write(regular)
+    say("parent", os.getpid())
+    swapper = os.fork()
+    if swapper == 0:
+        n = 0
+        end = time.monotonic() + seconds + 2.0
+        while time.monotonic() < end:
+            swap_once(path, secret, regular)
+            n += 1
+        say("swaps", n)
+        os._exit(0)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(0.3)
+            os._exit(0)
+        say("child", pid)
+        time.sleep(0.02)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    # The swapper outlives this process: the archiver meets the race too.
+
+
+def cmd_holders(d, n):
+    for _ in range(int(n)):
+        pid = os.fork()
+        if pid == 0:
+            fd = os.open(map_path(d, os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.write(fd, valid_lines(3, "holder").encode())
+            os._exit(0)
+        say("holder", pid)
+        os.waitpid(pid, 0)
+
+
+def dead_pids(count):
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    out = []
+    pid = pid_max - 1
+    while len(out) < count and pid > 300:
+        if not os.path.exists("/proc/%d" % pid):
+            out.append(pid)
+        pid -= 7
+    return out
+
+
+def cmd_relist(d, seconds, others, trap_pid):
+    for i in range(int(others)):
+        open(os.path.join(d, "other.%d" % i), "w").close()
+    own = os.path.join(d, "attacker-own")
+    with open(own, "w") as f:
+        f.write(valid_lines(5, "attacker_linked"))
+    os.link(own, map_path(d, int(trap_pid)))
+    pids = [p for p in dead_pids(500) if p != int(trap_pid)]
+    say("others", others)
+    n = 0
+    end = time.monotonic() + float(seconds)
+    while time.monotonic() < end:
+        path = map_path(d, pids[n % len(pids)])
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.unlink(path)
+        n += 1
+    say("churn", n)
+
+
+def cmd_flood(sock_path, seconds):
+    ok = refused = 0
+    end = time.monotonic() + float(seconds)
+    while time.monotonic() < end:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(sock_path)
+            s.recv(64)
+            ok += 1
+        except OSError:
+            refused += 1
+        finally:
+            s.close()
+    say("connected", ok)
+    say("refused", refused)
+
+
+def main():
+    cmds = {"mapfork": cmd_mapfork, "swapfork": cmd_swapfork, "holders": cmd_holders,
+            "relist": cmd_relist, "flood": cmd_flood}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        sys.exit(__doc__)
+    cmds[sys.argv[1]](*sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()

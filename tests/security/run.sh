@@ -358,7 +358,7 @@ test_long_lines() {
 # bounded by what the parent really wrote, not by its apparent size.
 test_sparse() {
 	local out parent before after
-	# The default bound, said: the worst an agent that copied holes could write is 5 x 256 MiB.
+	# The default bound, said: an agent that copied holes would write at most 256 MiB a child.
 	start_sec sparse --max-map-bytes 256M || return
 	before=$(du_bytes "$d")
 	out=$S/sparse10g.out
@@ -378,6 +378,8 @@ test_sparse() {
 	after=$(du_bytes "$d")
 	check "sparse: 250 MB: the map directory grew by $((after - before)) bytes on disk (< 64 MiB)" \
 		test $((after - before)) -lt $((64 << 20))
+	check "sparse: the copy_bytes counter agrees ($(status_of "$d" copy_bytes) < 64 MiB)" \
+		eval '[ -n "$(status_of "$d" copy_bytes)" ] && [ "$(status_of "$d" copy_bytes)" -lt $((64 << 20)) ]'
 	agent_ok sparse
 	log_clean sparse
 	stop_agent || fail "sparse: perfmapd exited non-zero"
@@ -456,6 +458,8 @@ test_staged() {
 	check "staged: and none of the planted staged file's" eval "! grep -rqs attacker_planted '$a'"
 	check "staged: one clear log line for the planted file ($(trap_lines "$planted"))" \
 		test "$(trap_lines "$planted")" = 1
+	check "staged: counted in archive_staged_refused ($(status_of "$d" archive_staged_refused))" \
+		status_ge "$d" archive_staged_refused 1
 	agent_ok staged
 	log_clean staged
 	stop_agent || fail "staged: perfmapd exited non-zero"
@@ -563,6 +567,8 @@ test_relist() {
 	check "relist: the hard-linked trap perf-$t.map warned about once ($(trap_lines "perf-$t.map"))" \
 		test "$(trap_lines "perf-$t.map")" = 1
 	check "relist: and left as it is" test "$(stat -c %h "$d/perf-$t.map" 2>/dev/null)" = 2
+	check "relist: at most one listing a second ($(status_of "$d" rescans) rescans in $((ms / 1000)) s)" \
+		eval '[ -n "$(status_of "$d" rescans)" ] && [ "$(status_of "$d" rescans)" -le $((ms / 1000 + 2)) ]'
 	check "relist: at most 3 lines name it in all ($(grep -cF "$d/perf-$t.map" "$AGENT_LOG"))" \
 		test "$(grep -cF "$d/perf-$t.map" "$AGENT_LOG")" -le 3
 	agent_ok relist

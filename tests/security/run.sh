@@ -615,10 +615,12 @@ for t in $WANT; do
 	say "== $t"
 	SCENARIO=$t
 	SCENARIO_CHECKS=0
+	t0=$SECONDS
 	"test_$t"
 	cleanup_agent
 	kill_attackers
 	[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
+	say "   ($t: $((SECONDS - t0)) s)"
 done
 SCENARIO=
 if [ $SKIPS -gt 0 ]; then

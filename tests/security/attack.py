@@ -17,7 +17,8 @@ so that the suite can check the attack really ran.
       N processes that each write their map and exit at once.
   attack.py relist DIR SECONDS OTHERS TRAP_PID
       OTHERS other files, a hard-linked perf-TRAP_PID.map, then creates and
-      deletes perf-<pid>.map names of pids without a process for SECONDS.
+      deletes perf-<pid>.map names of pids without a process (just below the
+      last pid given out) for SECONDS.
   attack.py flood SOCKET SECONDS
       connects to SOCKET and reads its answer, as fast as it can.
 """
@@ -161,13 +162,15 @@ def cmd_holders(d, n):
 
 
 def dead_pids(count):
-    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    """Pids without a process just below the last one given out: the kernel
+    hands out pids upwards, so none of these is taken again before it wraps."""
+    last = int(open("/proc/sys/kernel/ns_last_pid").read())
     out = []
-    pid = pid_max - 1
+    pid = last - 100
     while len(out) < count and pid > 300:
         if not os.path.exists("/proc/%d" % pid):
             out.append(pid)
-        pid -= 7
+        pid -= 1
     return out
 
 
@@ -180,11 +183,15 @@ def cmd_relist(d, seconds, others, trap_pid):
     os.link(own, map_path(d, int(trap_pid)))
     pids = [p for p in dead_pids(500) if p != int(trap_pid)]
     say("others", others)
-    n = 0
+    n = i = 0
     end = time.monotonic() + float(seconds)
     while time.monotonic() < end:
-        path = map_path(d, pids[n % len(pids)])
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        path = map_path(d, pids[i % len(pids)])
+        i += 1
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            continue  # a process took the pid after all, and has its map there
         os.unlink(path)
         n += 1
     say("churn", n)

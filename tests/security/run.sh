@@ -28,6 +28,7 @@ BIN=$WORK/bin              # what the attacker runs, where uid 65534 can read it
 ATTACK=$BIN/attack.py
 PY=/usr/bin/python3         # the system one: uid 65534 cannot reach root's pyenv
 LAT_MAX_US=5000            # fork-to-map p99 bound for a well-behaved process
+CONTROL_P99=               # the same JIT's p99 beside a mere busy loop of uid 65534
 HWM_MAX_KB=102400          # the agent's peak resident memory bound
 BG_PIDS=()                 # attackers and victims in the background
 
@@ -164,15 +165,36 @@ victim_start() {
 	BG_PIDS+=("$VICTIM_PID")
 }
 victim_check() {
-	local complete p99
+	local complete p99 bound
 	wait "$VICTIM_PID"
 	complete=$(awk '$1 == "complete" { print $2 }' "$VICTIM_OUT")
 	p99=$(awk '$1 == "latency_us" { print $5 }' "$VICTIM_OUT")
 	check "$1: a root JIT's $VICTIM_N children all got their copies ($complete)" \
 		test "$complete" = "$VICTIM_N/$VICTIM_N"
 	[ "${2:-}" = nolat ] && return
-	check "$1: its fork-to-map latency p99 ${p99:-?} us < $LAT_MAX_US us" \
-		awk -v p="${p99:-1e9}" -v m="$LAT_MAX_US" 'BEGIN { exit !(p < m) }'
+	control_p99
+	bound=$(awk -v m="$LAT_MAX_US" -v c="$CONTROL_P99" 'BEGIN { printf "%d", (2 * c > m ? 2 * c : m) }')
+	check "$1: its fork-to-map latency p99 ${p99:-?} us < $bound us (5 ms, or twice the $CONTROL_P99 us beside a mere busy loop)" \
+		awk -v p="${p99:-1e9}" -v m="$bound" 'BEGIN { exit !(p < m) }'
+}
+
+# What this host gives without any attack on the agent: the victim beside a
+# busy loop of uid 65534 as long (the attacks take a core too). On two busy
+# cores that alone can pass 5 ms; the bound is then twice it, and says so.
+control_p99() {
+	local hog out=$S/control.out
+	[ -n "$CONTROL_P99" ] && return
+	as_attacker "$PY" -c 'import time
+end = time.monotonic() + 3.5
+while time.monotonic() < end:
+    pass' &
+	hog=$!
+	"$FORKJIT" --dir "$d" --entries 100 --children 120 --serial --gap-ms 25 \
+		--wait-map-ms 5000 --report --prefix control >"$out" 2>&1
+	wait "$hog"
+	CONTROL_P99=$(awk '$1 == "latency_us" { printf "%d", $5 }' "$out")
+	say "   (control: fork-to-map p99 ${CONTROL_P99:-?} us beside a busy loop)"
+	CONTROL_P99=${CONTROL_P99:-0}
 }
 # After an attack: the copies still come (the latency is judged during attacks).
 victim_forks() { victim_start "$2" "${3:-0}"; victim_check "$1" nolat; }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "policy.h"
+#include "mapstore.h"
 
 struct copier_config {
 	int map_dir_fd;

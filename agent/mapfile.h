@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "policy.h"
+#include "mapstore.h"
 
 /*
  * For a copy made off the event loop (copier.c): enter() is called just

@@ -1,5 +1,5 @@
 /*
- * The map store the policy acts through (policy.h, struct mapstore_ops),
+ * The map store the policy acts through (mapstore.h, struct mapstore_ops),
  * made of the real pieces: the inotify index answers "no map" without a
  * system call and says when an inode appeared; BPF knows when a process
  * exec'd; /proc holds the mappings and the executables; mapfile.c writes

@@ -1,0 +1,69 @@
+/*
+ * The agent's state, shared by perfmapd.c (its pieces wired together),
+ * options.c (the command line) and loop.c (the event loop).
+ */
+#ifndef PERFMAPD_DAEMON_H
+#define PERFMAPD_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "archive.h"
+#include "events.h"
+#include "instance.h"
+#include "mapwatch.h"
+#include "policy.h"
+#include "scan.h"
+#include "store.h"
+
+struct daemon_config {
+	const char *map_dir;          /* where runtimes write perf-<pid>.map */
+	const char *archive_dir;      /* compacted maps of exited processes */
+	const char *run_dir;          /* lock and status socket */
+	gid_t status_gid;             /* may read the status besides root; STATUS_NO_GROUP */
+	uint64_t retention_s;         /* how long an exited process's map stays */
+	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
+	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
+	uint64_t copy_budget;         /* bytes of copies per uid a second */
+	uint64_t copy_burst;          /* ...saved up at most */
+	struct events_config events;
+	bool dry_run;
+};
+
+/* The agent: its pieces, wired together here and nowhere else. */
+struct daemon {
+	struct daemon_config cfg;
+	int map_dir_fd;
+	struct instance *inst;
+	struct archive *ar;
+	struct mapwatch *mw;
+	struct events *events;
+	struct store *store;
+	struct policy *policy;
+	uint64_t self_mnt_ns, self_pid_ns;
+	uint64_t started_ns;          /* CLOCK_MONOTONIC */
+	uint64_t dropped_seen, resyncs;
+	bool relist_wanted;           /* the index lost changes: a listing is due */
+	uint64_t relisted_ns;         /* CLOCK_BOOTTIME of the last listing after start */
+	uint64_t rescans, rescans_deferred;
+	bool stop;
+};
+
+/* options.c: the command line into @cfg; 0, 1 when done (help, version), -EINVAL. */
+int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg);
+
+/* loop.c: the signals the loop reads, blocked before any thread starts. */
+void daemon__block_signals(void);
+/* loop.c: the event loop, until SIGTERM or SIGINT; 0 or a negative errno. */
+int daemon__run(struct daemon *d);
+
+/* perfmapd.c: what the scans need of the agent. */
+struct scan_env daemon__scan_env(struct daemon *d);
+/* perfmapd.c: a change the inotify index read. */
+void daemon__on_map_change(void *ctx, pid_t pid, bool exists);
+/* perfmapd.c: a copy made off the loop is done: to the policy, in the loop's thread. */
+void daemon__on_copy_done(void *ctx, pid_t child, uint64_t ticket, int err,
+			  const struct copy_result *res);
+
+#endif /* PERFMAPD_DAEMON_H */

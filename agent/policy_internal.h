@@ -1,0 +1,146 @@
+/*
+ * The policy's insides, shared by policy.c (the events), policy_judge.c (who
+ * wrote a map) and policy_copy.c (the parent's entries for a child). Only
+ * policy*.c include this file; the rest of the agent sees policy.h.
+ */
+#ifndef PERFMAPD_POLICY_INTERNAL_H
+#define PERFMAPD_POLICY_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "budget.h"
+#include "policy.h"
+#include "proctab.h"
+#include "retention.h"
+
+/*
+ * A copy that fails for the system's sake (a full filesystem, no file
+ * descriptors left) fails alike for every fork until the cause goes away:
+ * it is said once, counted every time, and its end is said.
+ */
+struct copy_fault {
+	int err;          /* 0: the last copy worked */
+	const char *why;
+	uint64_t quiet;   /* failures alike since the one said */
+};
+
+struct policy {
+	struct policy_config cfg;
+	struct mapstore store;
+	struct proctab procs;
+	struct retention *retained;
+	struct budget *copy_budget;   /* bytes of copies per uid */
+	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
+	uint64_t tickets;             /* of copies sent to the worker */
+	struct policy_stats stats;
+	struct copy_fault copy_fault;
+	uint64_t moves_put_off;  /* exited maps not moved for want of fds since the first said */
+	bool put_off_now, moved_now;  /* in this tick */
+};
+
+/*
+ * Out of file descriptors or memory: a passing state of the agent, not of the
+ * map. What failed for it is tried again, never given up for it at once.
+ */
+static inline bool short_of_resources(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM;
+}
+
+/* An event's time for look(): its latest moment, or 0 (now) when unknown. */
+static inline uint64_t latest(struct span t)
+{
+	return t.hi == UINT64_MAX ? 0 : t.hi;
+}
+
+/* ---- the evidence ---- */
+
+enum verdict {
+	EARLIER,     /* the path's earlier holder wrote it: not the new holder's */
+	LATER,       /* the new holder's own */
+	AMBIGUOUS,   /* cannot tell: it stays, nothing is lost, and it is counted */
+};
+
+enum evidence { BY_NOTHING, BY_INDEX, BY_IDENTITY, BY_MAPPINGS };
+
+struct judgement {
+	enum verdict verdict;
+	enum evidence by;
+	const char *why;
+};
+
+/* A file the policy saw at @seen_ns, when only the path's earlier holder had written it. */
+struct known_file {
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	uint64_t seen_ns;
+};
+
+/* Whose memory the process's mappings are. */
+enum mappings_of {
+	MAPPINGS_OWN,        /* a new image's: an address space of its own */
+	MAPPINGS_INHERITED,  /* a forked child's: its parent's, as any sibling's were */
+};
+
+static inline bool same_file(const struct map_info *mi, dev_t dev, ino_t ino)
+{
+	return mi->dev == dev && mi->ino == ino;
+}
+
+static inline int look(struct policy *p, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	return p->store.ops->look(p->store.ctx, pid, at_ns, mi);
+}
+
+static inline bool copied_here(const struct proc *pr, const struct map_info *mi)
+{
+	return (pr->flags & PROC_COPIED) && same_file(mi, pr->copy_dev, pr->copy_ino);
+}
+
+static inline void own_map(struct proc *pr, const struct map_info *mi)
+{
+	pr->own_dev = mi->dev;
+	pr->own_ino = mi->ino;
+}
+
+static inline bool is_own(const struct proc *pr, const struct map_info *mi)
+{
+	return pr->own_ino && same_file(mi, pr->own_dev, pr->own_ino);
+}
+
+/* ---- policy_judge.c ---- */
+
+/*
+ * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
+ * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
+ */
+void policy__judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+		   struct span change, const struct known_file *known, enum mappings_of mappings,
+		   struct judgement *j);
+void policy__count_judgement(struct policy *p, const struct judgement *j);
+
+/* ---- policy.c ---- */
+
+/* Over --max-map-bytes: said, counted, and true; the map is left as it is. */
+bool policy__too_large(struct policy *p, const char *what, pid_t pid, const struct map_info *mi);
+
+/* ---- policy_copy.c ---- */
+
+/*
+ * Give @pr its parent's entries; 0 done, -EAGAIN to try again later,
+ * -EINPROGRESS when the worker makes the copy.
+ */
+int policy__copy_from_parent(struct policy *p, struct proc *pr, struct span pstart, struct span at,
+			     enum copy_op op, uint64_t now_ns);
+/* After a try at @pr's copy that returned @ret: wait for a runtime's line or for fds, or give up. */
+void policy__after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now_ns);
+/* @pr execs or ends (@what): its copy in the worker is stopped or taken as made. */
+void policy__settle_copy(struct policy *p, struct proc *pr, const char *what, uint64_t now_ns);
+/* Copies waiting for a runtime's line or for fds: tried again. */
+void policy__retry_copies(struct policy *p, uint64_t now_ns);
+
+#endif /* PERFMAPD_POLICY_INTERNAL_H */

@@ -99,6 +99,7 @@ void archive__stats(struct archive *ar, struct archive_stats *out)
 	out->failed = __atomic_load_n(&s->failed, __ATOMIC_RELAXED);
 	out->deferred = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
 	out->store_deferred = __atomic_load_n(&s->store_deferred, __ATOMIC_RELAXED);
+	out->queued_over_max = __atomic_load_n(&s->queued_over_max, __ATOMIC_RELAXED);
 	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
 	out->uncompacted = __atomic_load_n(&s->uncompacted, __ATOMIC_RELAXED);
 }
@@ -426,8 +427,35 @@ void archive__free(struct archive *ar)
  * @drop) so that a crash after the rename leaves a staged map the next start
  * trusts. A file squatting the name (only by chance) costs another name.
  */
+/*
+ * Another uid's map at a new holder's path (archive__move_squatted()): renamed
+ * without the lease, whoever holds it open (its writer is not the pid's
+ * process, and a rename tears no fd). Its owner may have put another file at
+ * the name since @fd was opened: that one is given its name back.
+ */
+static int move_unguarded(int dirfd, const char *name, int fd, const char *dest,
+			  struct perfmap_replace_result *res)
+{
+	struct stat st, now;
+
+	memset(res, 0, sizeof(*res));
+	if (fstat(fd, &st))
+		return -errno;
+	if (renameat2(dirfd, name, dirfd, dest, RENAME_NOREPLACE)) {
+		res->why = "cannot rename it";
+		return -errno;
+	}
+	if (!fstatat(dirfd, dest, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == st.st_dev &&
+	    now.st_ino == st.st_ino)
+		return 0;
+	res->why = "replaced by another file meanwhile";
+	if (renameat2(dirfd, dest, dirfd, name, RENAME_NOREPLACE))
+		snprintf(res->kept, sizeof(res->kept), "%s", dest);
+	return -ESTALE;
+}
+
 static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bool drop,
-		 struct staged_rec *rec, struct perfmap_replace_result *res)
+		 bool guarded, struct staged_rec *rec, struct perfmap_replace_result *res)
 {
 	int err = -EEXIST, tries;
 
@@ -439,7 +467,8 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 			res->why = "cannot record the move in the archive's journal";
 			return err;
 		}
-		err = perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, size, rec->staged, res);
+		err = guarded ? perfmap__move_aside(ar->cfg.map_dir_fd, name, fd, size, rec->staged, res) :
+				move_unguarded(ar->cfg.map_dir_fd, name, fd, rec->staged, res);
 		/* Put back but for the name: the file is staged, and its record stays with it. */
 		if (err == -EBUSY && res->kept[0])
 			return err;
@@ -449,12 +478,13 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 	return err;
 }
 
-int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		  dev_t dev, ino_t ino, uint64_t size)
+static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		dev_t dev, ino_t ino, uint64_t size, bool squatted)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
 	struct staged_rec rec = { 0 };
+	bool over = false;
 	char name[32];
 	struct stat st;
 	int fd, err;
@@ -473,20 +503,29 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 		goto close_fd;
 	}
 	if (why != ARCHIVE_DROP && queue_full(ar)) {
-		count(&ar->stats.deferred);
-		err = -EAGAIN;
-		goto close_fd;
+		if (!squatted) {
+			count(&ar->stats.deferred);
+			err = -EAGAIN;
+			goto close_fd;
+		}
+		over = true;
 	}
 	archive_name(pid, start_ticks, why, rec.name, sizeof(rec.name));
 	rec.dev = st.st_dev;
 	rec.ino = st.st_ino;
 	rec.uid = st.st_uid;
 	rec.gid = st.st_gid;
-	err = stage(ar, name, fd, size, why == ARCHIVE_DROP, &rec, &res);
+	err = stage(ar, name, fd, size, why == ARCHIVE_DROP, !squatted, &rec, &res);
 	if (err == -EBUSY && res.kept[0]) {
 		/* A writer came while it was moved, and the name could not be given back. */
 		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",
 			ar->cfg.map_dir, name, res.why, ar->cfg.map_dir, res.kept);
+		goto close_fd;
+	}
+	if (err == -ESTALE && res.kept[0]) {
+		/* Its owner swapped files under the move, and took the name again. */
+		pr_warn("archive %s/%s: %s; that file is at %s/%s", ar->cfg.map_dir, name, res.why,
+			ar->cfg.map_dir, res.kept);
 		goto close_fd;
 	}
 	if (err == -EBUSY) {
@@ -507,10 +546,23 @@ int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum arch
 	}
 	pr_info("archive %s/%s: %s; moved aside to %s", ar->cfg.map_dir, name, archive_reason_str(why),
 		rec.staged);
+	if (over)
+		count(&ar->stats.queued_over_max);
 	enqueue(ar, &rec);
 close_fd:
 	close(fd);
 	return err;
+}
+
+int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		  dev_t dev, ino_t ino, uint64_t size)
+{
+	return move(ar, pid, start_ticks, why, dev, ino, size, false);
+}
+
+int archive__move_squatted(struct archive *ar, pid_t pid, dev_t dev, ino_t ino)
+{
+	return move(ar, pid, 0, ARCHIVE_STALE, dev, ino, UINT64_MAX, true);
 }
 
 /* Not a staged map of the agent's: logged (once per start: later listings skip such names), counted. */

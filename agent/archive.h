@@ -44,6 +44,7 @@ struct archive_stats {
 	uint64_t staged_refused;      /* named like a staged map, not one the agent made: left alone */
 	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
 	uint64_t store_deferred;      /* stores put off for want of fds or memory: tried again */
+	uint64_t queued_over_max;     /* another uid's map at a new holder's path, queued past the bound */
 };
 
 struct archive;
@@ -66,6 +67,15 @@ void archive__free(struct archive *ar);
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size);
+/*
+ * The map at @pid's path, (@dev, @ino), is another uid's, and a new process
+ * holds the pid: it is never that process's map, and never kept for it.
+ * Moved as archive__move() moves an ARCHIVE_STALE map, but even while it is
+ * open for writing (its writer is not the pid's process; a rename tears no
+ * fd) and even when the worker's queue is full (queued past the bound: at
+ * most one such map per process started, each a job of 200 bytes, no fd).
+ */
+int archive__move_squatted(struct archive *ar, pid_t pid, dev_t dev, ino_t ino);
 /*
  * At start, a file named ARCHIVE_STAGE_PREFIX... in the map directory:
  * finish the move a crash interrupted if the journal says the agent made

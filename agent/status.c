@@ -132,6 +132,7 @@ static void report_archive(struct report *r, const struct status_sources *src)
 	u64(r, "archive_failed", as.failed);
 	u64(r, "archive_deferred", as.deferred);
 	u64(r, "archive_store_deferred", as.store_deferred);
+	u64(r, "archive_queued_over_max", as.queued_over_max);
 	u64(r, "archive_staged_refused", as.staged_refused);
 	u64(r, "archive_uncompacted", as.uncompacted);
 }

@@ -419,6 +419,38 @@ static void test_the_queue_is_bounded_and_holds_no_fd(void **state)
 	assert_true(archived(340) && archived(341) && archived(342));
 }
 
+/* Another uid's map at a new holder's path goes, held open for writing and past a full queue. */
+static void test_a_squatted_map_moves_while_written_and_past_a_full_queue(void **state)
+{
+	struct archive_config cfg = config(1 << 20);
+	struct archive_stats as;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	cfg.max_queue = 1;
+	ar = archive__open(&cfg);
+	archive__pause(ar, true);
+	move_map(360, 4, 0);
+	move_map(361, 4, -EAGAIN);
+	make_map(362, 4, 0, &st);
+	fd = open(tu_map_path(maps, 362), O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(archive__move(ar, 362, 1, ARCHIVE_STALE, st.st_dev, st.st_ino, UINT64_MAX),
+			 -EAGAIN);
+	assert_int_equal(archive__move_squatted(ar, 362, st.st_dev, st.st_ino), 0);
+	assert_int_equal(access(tu_map_path(maps, 362), F_OK), -1);
+	/* Its writer's fd is not torn: what it writes goes to the staged file. */
+	assert_int_equal(write(fd, "2000 10 late\n", 13), 13);
+	close(fd);
+	archive__stats(ar, &as);
+	assert_int_equal(as.queued_over_max, 1);
+	archive__pause(ar, false);
+	archive__flush(ar);
+	assert_true(archived(360) && archived(362));
+	assert_false(archived(361));
+}
+
 static void test_a_map_too_large_to_compact_is_stored_as_it_is(void **state)
 {
 	struct archive_config cfg = config(1 << 20);
@@ -593,6 +625,7 @@ int main(void)
 		T(test_a_staged_map_replaced_by_its_owner_is_refused),
 		T(test_an_archive_is_never_replaced),
 		T(test_the_queue_is_bounded_and_holds_no_fd),
+		T(test_a_squatted_map_moves_while_written_and_past_a_full_queue),
 		T(test_a_map_too_large_to_compact_is_stored_as_it_is),
 		T(test_a_map_grown_past_the_bound_is_not_left_staged),
 		T(test_quota_plan_takes_from_the_largest_user_first),

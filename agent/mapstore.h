@@ -94,6 +94,12 @@ static inline const char *archive_reason_str(enum archive_reason why)
 #define ARCHIVE_F_FRESH (1u << 0)
 /* archive(): only while the file is the size it was judged at (written since: -ESTALE). */
 #define ARCHIVE_F_AS_JUDGED (1u << 1)
+/*
+ * archive(): another uid's map at a new holder's path, never that holder's:
+ * moved even while open for writing (its writer is not the pid's process, and
+ * a rename tears no fd) and when the archive's queue is full.
+ */
+#define ARCHIVE_F_SQUATTED (1u << 2)
 
 struct mapstore_ops {
 	/*

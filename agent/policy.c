@@ -55,7 +55,8 @@ static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum arc
 {
 	int err;
 
-	if (policy__too_large(p, "archive", pid, mi))
+	/* A squatted map is only renamed: its size costs nothing here, and it must go. */
+	if (!(flags & ARCHIVE_F_SQUATTED) && policy__too_large(p, "archive", pid, mi))
 		return -EFBIG;
 	if (p->cfg.dry_run) {
 		pr_info("dry-run: would move %s/perf-%d.map out of the way (%s)", p->cfg.map_dir,
@@ -165,6 +166,48 @@ forget:
 /* ---- a new holder of a pid ---- */
 
 /*
+ * Is @mi, at @pr's path since before or after @change (its start or exec),
+ * another uid's map? A process cannot make a file another uid owns, nor
+ * change its uid, unless it runs as root: root's files are excepted (a
+ * runtime that wrote as root and dropped its uid later), and so are files a
+ * root process's path got after its @change (it may have dropped to that uid
+ * since). Such a map was put there by somebody else, for the process to
+ * append its symbols to.
+ */
+static bool squatted(const struct proc *pr, const struct map_info *mi, struct span change)
+{
+	if (mi->uid == 0 || mi->uid == pr->uid)
+		return false;
+	return pr->uid != 0 || span_before(mi->born, change);
+}
+
+/*
+ * @mi at @pr's path is squatted: never @pr's, never kept for it. Moved aside
+ * even while open for writing or with the archive's queue full; what cannot
+ * be moved stays, not the process's (so judged again at its next event).
+ */
+static void move_squatted(struct policy *p, struct proc *pr, const char *what,
+			  const struct map_info *mi)
+{
+	int err;
+
+	err = move_away(p, pr->tgid, 0, ARCHIVE_STALE, mi, ARCHIVE_F_SQUATTED);
+	if (!err) {
+		p->stats.squatted_moved++;
+		pr_warn("%s %d (%s): %s/perf-%d.map belongs to uid %u, not to the process's uid %u: put there by another user; moved aside",
+			what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
+			(unsigned int)mi->uid, (unsigned int)pr->uid);
+		return;
+	}
+	if (err == -ENOENT || err == -ESTALE)
+		return;  /* gone, or another file by now: the index reports that one */
+	p->stats.squatted_left++;
+	pr_warn("%s %d (%s): %s/perf-%d.map belongs to uid %u, not to the process's uid %u: put there by another user; cannot be moved (%s), left, not the process's",
+		what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
+		(unsigned int)mi->uid, (unsigned int)pr->uid, strerror(-err));
+}
+
+/*
  * @pr is a process new at its pid. A map an earlier holder left at the path
  * goes to the archive before @pr's runtime appends to it; a map @pr made
  * itself stays.
@@ -191,6 +234,10 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
+	if (squatted(pr, &mi, pr->start)) {
+		move_squatted(p, pr, what, &mi);
+		return;
+	}
 	/*
 	 * Read after the process exec'd: its exec events, queued behind this
 	 * one, judge the map against the image that was there to write it.
@@ -336,6 +383,9 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		/* A copy made late, after the exec: only the new image can have written to it. */
 		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
 			"perfmapd's copy, made after the exec and written since by the new image" };
+	} else if (squatted(pr, &mi, ev->at)) {
+		move_squatted(p, pr, "exec", &mi);
+		goto forget_copy;
 	} else {
 		policy__judge(p, pr->tgid, pr->start_ticks, &mi, ev->at, NULL, MAPPINGS_OWN, &j);
 	}
@@ -571,9 +621,15 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 		on_map(p, pid, now_ns);
 		return;
 	}
+	if ((pr->flags & PROC_FOREIGN_NS) || look(p, pid, 0, &mi) || copied_here(pr, &mi))
+		return;
+	/* Put there by another user after the claim, before the runtime opens the path. */
+	if (squatted(pr, &mi, pr->image)) {
+		move_squatted(p, pr, "map", &mi);
+		return;
+	}
 	/* Made after the process started: its own, whatever a later listing can tell. */
-	if (!(pr->flags & PROC_FOREIGN_NS) && !look(p, pid, 0, &mi) &&
-	    span_before(pr->start, mi.born) && !copied_here(pr, &mi))
+	if (span_before(pr->start, mi.born))
 		own_map(pr, &mi);
 }
 

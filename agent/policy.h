@@ -91,6 +91,8 @@ struct policy_stats {
 	uint64_t busy_deferred;        /* open for writing: not moved this time */
 	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
 	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
+	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */
+	uint64_t squatted_left;        /* ...that could not be moved: left in place, not the holder's */
 	uint64_t errors;
 };
 

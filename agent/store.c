@@ -168,6 +168,8 @@ static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archiv
 	struct store *s = ctx;
 	int err, tries = 0;
 
+	if (flags & ARCHIVE_F_SQUATTED)
+		return archive__move_squatted(s->ar, pid, expect->dev, expect->ino);
 	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino,
 				    size)) == -EBUSY &&
 	       (flags & ARCHIVE_F_FRESH) && ++tries < EXEC_WAIT_TRIES)

@@ -48,6 +48,7 @@ static struct fake {
 	/* What was done. */
 	int archived[NPIDS];       /* 1 + enum archive_reason of the last move; 0 none */
 	int archive_calls, creates, appends, entries_calls, looks;
+	int squatted_moves;        /* archive() with ARCHIVE_F_SQUATTED */
 	/* The worker: the last copy sent to it, and what settling one does. */
 	int defer_err;             /* copy_defer fails with this, when not 0 */
 	int defers, settles;
@@ -173,12 +174,18 @@ static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive
 {
 	(void)ctx;
 	(void)start_ticks;
-	(void)flags;
 	F.archive_calls++;
 	if (!F.map[pid].exists)
 		return -ENOENT;
 	if (F.map[pid].mi.ino != expect->ino)
 		return -ESTALE;
+	/* As archive__move_squatted(): no lease, and queued past a full queue. */
+	if ((flags & ARCHIVE_F_SQUATTED) && !F.archive_err) {
+		F.squatted_moves++;
+		F.map[pid].exists = false;
+		F.archived[pid] = 1 + why;
+		return 0;
+	}
 	if (F.busy > 0) {
 		F.busy--;
 		return -EBUSY;
@@ -997,6 +1004,137 @@ static void test_reuse_keeps_the_new_processs_own_map(void **state)
 	assert_true(F.map[30].exists);
 }
 
+/*
+ * uid 2000 plants perf-<pid>.map files for the pids a uid 1000 process will
+ * take next. Whatever keeps an earlier holder's map in place (a writer, a
+ * full archive queue, no identity record), such a map is never the new
+ * holder's: it is moved aside, not kept for it.
+ */
+static void plant(pid_t pid, enum map_entries entries)
+{
+	put_map(pid, 100, span_at(5 * SEC), entries);
+	F.map[pid].mi.uid = 2000;
+}
+
+/* (a) The archive's queue is full. */
+static void test_squatted_map_goes_even_with_the_archive_full(void **state)
+{
+	(void)state;
+	plant(30, ENTRIES_UNMAPPED);
+	F.full = 1 << 30;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_false(F.map[30].exists);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_STALE);
+	assert_int_equal(F.squatted_moves, 1);
+	assert_int_equal(stats()->squatted_moved, 1);
+	assert_int_equal(stats()->ambiguous_kept, 0);
+	/* The child gets its own map, a copy of its parent's, at the path freed. */
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(31, 10, 40 * SEC, 1 * SEC);
+	assert_int_equal(F.creates, 1);
+}
+
+/* (b) The planter holds it open for writing. */
+static void test_squatted_map_goes_even_while_open_for_writing(void **state)
+{
+	(void)state;
+	plant(30, ENTRIES_MAPPED);
+	F.busy = 1 << 30;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_false(F.map[30].exists);
+	assert_int_equal(F.squatted_moves, 1);
+	assert_int_equal(stats()->busy_deferred, 0);
+	assert_int_equal(stats()->ambiguous_kept, 0);
+}
+
+/* (c) Past the owner's orphan bound: left, no record; entries that look mapped ([vsyscall]). */
+static void test_squatted_map_past_the_orphan_bound_is_not_kept(void **state)
+{
+	struct policy_config c = cfg;
+
+	(void)state;
+	c.orphans_per_uid = 1;
+	reconfigure(&c);
+	plant(40, ENTRIES_MAPPED);
+	map_found(40);
+	plant(41, ENTRIES_MAPPED);
+	F.map[41].mi.born = SPAN_UNKNOWN;
+	map_found(41);
+	assert_int_equal(stats()->orphans_over_limit, 1);
+	F.alive[41] = true;
+	fork_at(41, 1, 30 * SEC, 0);
+	assert_false(F.map[41].exists);
+	assert_int_equal(F.archived[41], 1 + ARCHIVE_STALE);
+	assert_int_equal(stats()->ambiguous_kept, 0);
+	/* Found by a scan instead of a fork: alike. */
+	plant(42, ENTRIES_MAPPED);
+	F.alive[42] = true;
+	send(POLICY_EV_FOUND, 42, 1, 30 * SEC, 0, 0, 0);
+	assert_false(F.map[42].exists);
+	assert_int_equal(stats()->squatted_moved, 2);
+}
+
+/* Planted after the claim, before the runtime opens its path: moved as it appears. */
+static void test_squatted_map_made_after_the_claim_goes(void **state)
+{
+	(void)state;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	put_map(30, 100, span_at(31 * SEC), ENTRIES_NONE);
+	F.map[30].mi.uid = 2000;
+	policy__map_appeared(P, 30, F.now);
+	assert_false(F.map[30].exists);
+	assert_int_equal(stats()->squatted_moved, 1);
+}
+
+/* Root's maps, and a map a root process's path got after its start, are not squatted. */
+static void test_root_maps_and_root_processes_are_not_squatted(void **state)
+{
+	struct policy_event ev = { .type = POLICY_EV_FORK, .pid = 32, .ppid = 1,
+				   .start_ticks = 30 * SEC / TICK, .start = span_at(30 * SEC),
+				   .pstart = span_at(0), .at = span_at(30 * SEC + 1000), .uid = 0,
+				   .comm = "root" };
+
+	(void)state;
+	/* Written as root before the runtime dropped to uid 1000, then appended to. */
+	put_map(30, 100, span_at(31 * SEC), ENTRIES_MAPPED);
+	F.map[30].mi.uid = 0;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_true(F.map[30].exists);
+	/* A root child that dropped to uid 2000 and made its map after its fork. */
+	put_map(32, 100, span_at(31 * SEC), ENTRIES_MAPPED);
+	F.map[32].mi.uid = 2000;
+	F.now = 32 * SEC;
+	policy__event(P, &ev, F.now);
+	assert_true(F.map[32].exists);
+	assert_int_equal(stats()->squatted_moved, 0);
+	/* But one made before a root process's start is another user's. */
+	plant(33, ENTRIES_MAPPED);
+	ev.pid = 33;
+	policy__event(P, &ev, F.now);
+	assert_false(F.map[33].exists);
+	assert_int_equal(stats()->squatted_moved, 1);
+}
+
+/* No fd to move it: left, counted, and not taken as the process's own. */
+static void test_squatted_map_that_cannot_move_is_not_owned(void **state)
+{
+	(void)state;
+	plant(30, ENTRIES_MAPPED);
+	F.archive_err = -EMFILE;
+	F.alive[30] = true;
+	fork_at(30, 1, 30 * SEC, 0);
+	assert_true(F.map[30].exists);
+	assert_int_equal(stats()->squatted_left, 1);
+	F.archive_err = 0;
+	policy__map_appeared(P, 30, F.now);
+	assert_false(F.map[30].exists);
+	assert_int_equal(stats()->squatted_moved, 1);
+}
+
 static void test_reuse_after_an_unseen_exit(void **state)
 {
 	(void)state;
@@ -1644,6 +1782,12 @@ int main(void)
 		T(test_orphan_maps_are_retained_up_to_a_bound_per_owner),
 		T(test_orphan_claimed_by_a_new_process_frees_its_owners_bound),
 		T(test_orphan_trap_is_left_and_warned_about_once),
+		T(test_squatted_map_goes_even_with_the_archive_full),
+		T(test_squatted_map_goes_even_while_open_for_writing),
+		T(test_squatted_map_past_the_orphan_bound_is_not_kept),
+		T(test_squatted_map_made_after_the_claim_goes),
+		T(test_root_maps_and_root_processes_are_not_squatted),
+		T(test_squatted_map_that_cannot_move_is_not_owned),
 		T(test_reuse_archives_the_earlier_processs_untouched_map),
 		T(test_reuse_keeps_a_map_the_new_process_appended_to),
 		T(test_reuse_keeps_the_new_processs_own_map),

@@ -79,6 +79,26 @@ static size_t utf8_len(const unsigned char *s, size_t len)
 	return n;
 }
 
+/*
+ * Valid UTF-8, but invisible or reordering: the line and paragraph
+ * separators (U+2028, U+2029), bidirectional controls (U+061C, U+200E,
+ * U+200F, U+202A..U+202E, U+2066..U+2069), zero-width characters
+ * (U+200B..U+200D, U+2060, U+FEFF). A name holding one could hide or
+ * reorder what a reader of the log sees after it: escaped byte by byte.
+ */
+static bool invisible(const unsigned char *s, size_t n)
+{
+	if (n == 2)
+		return s[0] == 0xd8 && s[1] == 0x9c;
+	if (n != 3)
+		return false;
+	if (s[0] == 0xe2 && s[1] == 0x80)
+		return (s[2] >= 0x8b && s[2] <= 0x8f) || (s[2] >= 0xa8 && s[2] <= 0xae);
+	if (s[0] == 0xe2 && s[1] == 0x81)
+		return s[2] == 0xa0 || (s[2] >= 0xa6 && s[2] <= 0xa9);
+	return s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf;
+}
+
 /* The escape for the byte @c alone, into @out (5 bytes); its length. */
 static size_t escape_byte(unsigned char c, char *out)
 {
@@ -106,6 +126,8 @@ size_t log_escape(char *dst, size_t cap, const char *src, size_t len, unsigned i
 		return 0;
 	while (i < len && s[i]) {
 		n = s[i] >= 0x80 ? utf8_len(s + i, len - i) : 1;
+		if (n > 1 && invisible(s + i, n))
+			n = 0;  /* its first byte escaped; the rest, alone, are not UTF-8 */
 		if (n == 1 && s[i] >= 0x20 && s[i] != 0x7f &&
 		    (s[i] != '\\' || !(flags & LOG_ESC_REVERSIBLE))) {
 			if (o + 1 >= cap)
@@ -132,7 +154,13 @@ size_t log_escape(char *dst, size_t cap, const char *src, size_t len, unsigned i
 
 /* ---- the flood bound: a token bucket per kind of line ---- */
 
-#define KINDS 64                /* call sites at once; more share slots */
+/*
+ * Kinds are looked up exactly, by their format's address, in an open-
+ * addressed table larger than the agent's call sites (under 200): two kinds
+ * never share tokens or take turns at a slot. Should it fill up anyway, the
+ * kinds that find no slot share the last one, bounded like any other.
+ */
+#define KINDS 512
 #define SAMPLE 200              /* bytes of a suppressed line kept for its summary */
 
 struct kind {
@@ -145,7 +173,7 @@ struct kind {
 	char sample[SAMPLE];        /* the last suppressed line, escaped */
 };
 
-static struct kind kinds[KINDS];
+static struct kind kinds[KINDS + 1];  /* the last: the kinds that found no slot */
 /* The archiving thread logs too: the bound's state and the table of traps are shared. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -156,7 +184,7 @@ static void emit(const char *line, size_t n)
 		return;
 }
 
-static void summarize(struct kind *k)
+static void summarize(struct kind *k, uint64_t now)
 {
 	char line[SAMPLE + 128];
 	int n;
@@ -165,27 +193,31 @@ static void summarize(struct kind *k)
 		return;
 	n = snprintf(line, sizeof(line), "perfmapd: %s%llu similar lines suppressed in %.1f s, the last: %s\n",
 		     level_prefix[k->level], (unsigned long long)k->suppressed,
-		     (log_clock() - k->suppressed_since) / 1e9, k->sample);
+		     (now > k->suppressed_since ? now - k->suppressed_since : 0) / 1e9, k->sample);
 	emit(line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
 	k->suppressed = 0;
 }
 
-/*
- * The slot of @fmt's kind, taken over from another kind if need be. Kinds
- * that share a slot share its tokens: taking turns must not refill them.
- */
+/* The slot of @fmt's kind: its own, found or taken at first use. */
 static struct kind *kind_of(const char *fmt, enum log_level level, uint64_t now)
 {
-	struct kind *k = &kinds[((uintptr_t)fmt >> 3) % KINDS];
+	size_t h = ((uintptr_t)fmt >> 3) * 2654435761u, i;
+	struct kind *k = &kinds[KINDS];
 
+	for (i = 0; i < KINDS; i++) {
+		struct kind *c = &kinds[(h + i) % KINDS];
+
+		if (c->fmt == fmt || !c->fmt) {
+			k = c;
+			break;
+		}
+	}
 	if (!k->fmt) {
+		k->fmt = fmt;
+		k->level = level;
 		k->tokens_at = now;
 		k->tokens = LOG_BURST;
-	} else if (k->fmt != fmt) {
-		summarize(k);
 	}
-	k->fmt = fmt;
-	k->level = level;
 	return k;
 }
 
@@ -203,16 +235,21 @@ static void sample(struct kind *k, const char *msg)
 	k->sample[n] = '\0';
 }
 
-/* May a line of @k go out at @now? Counted, with a sample, when not. */
+/*
+ * May a line of @k go out at @now? Counted, with a sample, when not; the
+ * summary is log_flush()'s, at most once a second per kind. A reading older
+ * than the last (another thread's, taken just before) refills nothing.
+ */
 static bool admit(struct kind *k, uint64_t now, const char *msg)
 {
-	k->tokens += (now - k->tokens_at) / 1e9 * LOG_PER_S;
-	if (k->tokens > LOG_BURST)
-		k->tokens = LOG_BURST;
-	k->tokens_at = now;
+	if (now > k->tokens_at) {
+		k->tokens += (now - k->tokens_at) / 1e9 * LOG_PER_S;
+		if (k->tokens > LOG_BURST)
+			k->tokens = LOG_BURST;
+		k->tokens_at = now;
+	}
 	if (k->tokens >= 1) {
 		k->tokens -= 1;
-		summarize(k);
 		return true;
 	}
 	if (!k->suppressed++)
@@ -223,13 +260,16 @@ static bool admit(struct kind *k, uint64_t now, const char *msg)
 
 void log_flush(bool all)
 {
-	uint64_t now = log_clock();
 	unsigned int i;
+	uint64_t now;
 
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < KINDS; i++)
-		if (kinds[i].suppressed && (all || now - kinds[i].suppressed_since >= 1000000000))
-			summarize(&kinds[i]);
+	now = log_clock();
+	for (i = 0; i <= KINDS; i++)
+		if (kinds[i].suppressed &&
+		    (all || (now > kinds[i].suppressed_since &&
+			     now - kinds[i].suppressed_since >= 1000000000)))
+			summarize(&kinds[i], now);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -247,10 +287,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	n = (size_t)snprintf(line, sizeof(line), "perfmapd: %s", level_prefix[level]);
 	n += log_escape(line + n, sizeof(line) - n - 1, raw, sizeof(raw), 0);
 	if (level != LOG_DEBUG) {
-		uint64_t now = log_clock();
+		uint64_t now;
 		bool ok;
 
+		/* The clock is read under the lock: readings come in order. */
 		pthread_mutex_lock(&lock);
+		now = log_clock();
 		ok = admit(kind_of(fmt, level, now), now, line + strlen("perfmapd: "));
 		pthread_mutex_unlock(&lock);
 		if (!ok)

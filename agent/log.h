@@ -37,8 +37,9 @@ void log_flush(bool all);
 /*
  * @src (@len bytes, or up to a NUL) into @dst (@cap bytes, always
  * NUL-terminated, cut between escapes): control bytes as \n, \t, \r or \xNN,
- * DEL, C1 controls and bytes that are not valid UTF-8 as \xNN; valid UTF-8
- * stays as it is. The length written.
+ * DEL, C1 controls and bytes that are not valid UTF-8 as \xNN, and so are
+ * invisible or reordering characters (separators, bidi controls, zero-width
+ * ones); other valid UTF-8 stays as it is. The length written.
  */
 size_t log_escape(char *dst, size_t cap, const char *src, size_t len, unsigned int flags);
 /* A process's name (15 bytes at most) escaped reversibly fits this many bytes. */

@@ -96,6 +96,21 @@ static void test_utf8(void **state)
 	escapes_as("\xc2\x9b" "2J", 4, 0, "\\xc2\\x9b2J");
 }
 
+/* Valid, but it hides or reorders what follows: a line separator, bidi overrides, zero-width ones. */
+static void test_invisible_characters(void **state)
+{
+	(void)state;
+	escapes_as("a\xe2\x80\xa8" "b", 5, 0, "a\\xe2\\x80\\xa8b");
+	escapes_as("\xe2\x80\xa9", 3, 0, "\\xe2\\x80\\xa9");
+	escapes_as("\xe2\x80\xae" "gpj.exe", 10, 0, "\\xe2\\x80\\xaegpj.exe");
+	escapes_as("\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9", 9, 0,
+		   "\\xe2\\x80\\xaa\\xe2\\x81\\xa6\\xe2\\x81\\xa9");
+	escapes_as("\xe2\x80\x8b\xe2\x80\x8d\xe2\x81\xa0\xef\xbb\xbf\xd8\x9c", 14, 0,
+		   "\\xe2\\x80\\x8b\\xe2\\x80\\x8d\\xe2\\x81\\xa0\\xef\\xbb\\xbf\\xd8\\x9c");
+	/* Their neighbours are visible text: an en dash, a per-mille sign, a superscript zero. */
+	escapes_as("\xe2\x80\x93\xe2\x80\xb0\xe2\x81\xb0", 9, 0, "\xe2\x80\x93\xe2\x80\xb0\xe2\x81\xb0");
+}
+
 static void test_cut_between_escapes(void **state)
 {
 	char out[6];
@@ -214,6 +229,77 @@ static void test_flood_bounded(void **state)
 	free(s);
 }
 
+/*
+ * Two formats 512 bytes apart: a table of 64 slots indexed by the address
+ * (in 8-byte units) would put them in one slot, as it did 33 of the agent's.
+ */
+static char turns[2][512] __attribute__((aligned(512))) = { "scan: perf-%d.map has no process",
+							    "exit %d: its map stays" };
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void log_turn(int which, int i)
+{
+	pr_info(turns[which], i);
+}
+#pragma GCC diagnostic pop
+
+/* Two kinds taking turns, 100,000 lines: each has its own bucket, and neither refills the other's. */
+static void test_flood_bounded_with_kinds_taking_turns(void **state)
+{
+	size_t len;
+	char *s;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 50000; i++) {
+		log_turn(0, i);
+		log_turn(1, i);
+	}
+	s = logged(&len);
+	assert_int_equal(tu_count_char(s, len, '\n'), 2 * LOG_BURST);
+	free(s);
+	log_flush(true);
+	s = logged(&len);
+	/* One summary each, from the flush. */
+	assert_int_equal(tu_count_char(s, len, '\n'), 2 * LOG_BURST + 2);
+	assert_non_null(strstr(s, "perfmapd: 49000 similar lines suppressed in 0.0 s, the last: "
+				  "scan: perf-49999.map has no process\n"));
+	assert_non_null(strstr(s, "perfmapd: 49000 similar lines suppressed in 0.0 s, the last: "
+				  "exit 49999: its map stays\n"));
+	free(s);
+}
+
+static uint64_t clock_readings[2];
+static int clock_reads;
+
+/* The archiving thread read the clock just before the loop's thread, and logs just after it. */
+static uint64_t two_threads_clock(void)
+{
+	return clock_readings[clock_reads++ % 2];
+}
+
+/* A reading older than the last refills nothing: no underflow into a full bucket. */
+static void test_flood_bound_holds_with_an_older_clock_reading(void **state)
+{
+	size_t len;
+	char *s;
+	int i;
+
+	(void)state;
+	for (i = 0; i < LOG_BURST; i++)
+		log_kind_a(i);
+	clock_readings[0] = fake_now + 1000;
+	clock_readings[1] = fake_now;
+	log_clock = two_threads_clock;
+	for (i = 0; i < 10000; i++)
+		log_kind_a(LOG_BURST + i);
+	log_clock = fake_clock;
+	s = logged(&len);
+	assert_int_equal(tu_count_char(s, len, '\n'), LOG_BURST);
+	free(s);
+}
+
 static void test_debug_unbounded(void **state)
 {
 	size_t len;
@@ -250,6 +336,9 @@ int main(void)
 		T(test_reversible),
 		T(test_forged_line),
 		T(test_flood_bounded),
+		T(test_flood_bounded_with_kinds_taking_turns),
+		T(test_flood_bound_holds_with_an_older_clock_reading),
+		T(test_invisible_characters),
 		T(test_debug_unbounded),
 		T(test_first_time),
 #undef T

@@ -368,8 +368,9 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	if (!pr)
 		return;
 	pr->retry_until_ns = 0;
-	/* A new image owns no map yet. */
+	/* A new image owns no map yet, and has judged none. */
 	pr->own_ino = 0;
+	pr->not_own_ino = 0;
 	pr->image = ev->at;
 	if (pr->flags & PROC_FOREIGN_NS)
 		goto forget_copy;

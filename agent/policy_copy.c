@@ -80,11 +80,22 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 		return false;
 	if (!parent || is_own(parent, pm))
 		return true;
+	/*
+	 * Judged so before, and unchanged: every fork of a parent asks, and the
+	 * judgement reads the file and /proc. Said once per file.
+	 */
+	if (same_file(pm, parent->not_own_dev, parent->not_own_ino) &&
+	    pm->size == parent->not_own_size)
+		return false;
 	/* Against the image running now: a map from before its exec is an old image's. */
 	policy__judge(p, parent->tgid, parent->start_ticks, pm, parent->image, NULL, MAPPINGS_OWN, &j);
 	if (j.verdict == EARLIER) {
-		pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied", (int)parent->tgid,
-			p->cfg.map_dir, (int)parent->tgid, j.why);
+		if (!same_file(pm, parent->not_own_dev, parent->not_own_ino))
+			pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied, for this and later forks while it stays",
+				(int)parent->tgid, p->cfg.map_dir, (int)parent->tgid, j.why);
+		parent->not_own_dev = pm->dev;
+		parent->not_own_ino = pm->ino;
+		parent->not_own_size = pm->size;
 		return false;
 	}
 	own_map(parent, pm);

@@ -33,6 +33,10 @@ struct proc {
 	/* The map last judged its own: not weighed again while it stays. */
 	dev_t own_dev;
 	ino_t own_ino;
+	/* The map last judged not its own (an old image's), at this size: not weighed again. */
+	dev_t not_own_dev;
+	ino_t not_own_ino;
+	uint64_t not_own_size;
 	/* A copy in the worker (policy__copy_done): its ticket (0: none), what it does, what it was charged. */
 	uint64_t copy_ticket;
 	uint64_t copy_charged;

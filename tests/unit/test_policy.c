@@ -1387,6 +1387,43 @@ static void test_parents_map_from_before_its_exec_is_not_copied(void **state)
 	assert_int_equal(stats()->copies_created, 1);
 }
 
+/* A parent forking a thousand times past an old image's map: judged once, said once, judged again when it grows. */
+static void test_parents_old_map_is_judged_and_said_once(void **state)
+{
+	char *dir = tu_mkdtemp(), path[4096], *s;
+	int entries, i;
+	size_t len;
+
+	(void)state;
+	assert_non_null(dir);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_UNMAPPED);
+	F.archive_err = -EPERM;
+	exec_at(10, 1 * SEC, EXEC_NS);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(log_fd >= 0);
+	log_max_level = LOG_INFO;
+	entries = F.entries_calls;
+	for (i = 0; i < 1000; i++)
+		fork_at(20 + i % 40, 10, EXEC_NS + (i + 1) * MS, 1 * SEC);
+	assert_int_equal(F.entries_calls - entries, 1);
+	assert_int_equal(stats()->copies_created, 0);
+	/* Grown: weighed again, not said again. */
+	F.map[10].mi.size += 50;
+	fork_at(61, 10, EXEC_NS + 2 * SEC, 1 * SEC);
+	assert_int_equal(F.entries_calls - entries, 2);
+	log_max_level = LOG_ERROR;
+	close(log_fd);
+	log_fd = STDERR_FILENO;
+	s = tu_read(path, &len);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "is not the parent's"));
+	assert_null(strstr(strstr(s, "is not the parent's") + 1, "is not the parent's"));
+	free(s);
+	tu_rmdir(dir);
+}
+
 static void test_a_map_seen_appearing_stays_its_parents_own(void **state)
 {
 	(void)state;
@@ -1806,6 +1843,7 @@ int main(void)
 		T(test_identity_evidence_rewritten_and_too_late),
 		T(test_exec_of_a_holder_new_to_the_table_leaves_nothing_to_expire),
 		T(test_parents_map_from_before_its_exec_is_not_copied),
+		T(test_parents_old_map_is_judged_and_said_once),
 		T(test_a_map_seen_appearing_stays_its_parents_own),
 		T(test_a_scan_cut_short_ends_nobody),
 		T(test_found_child_sharing_its_parents_image_proves_nothing),

@@ -45,7 +45,8 @@ struct copy_job {
 	int parent_fd;             /* opened at submit: an exec of the parent cannot take it away */
 	struct copy_result open_res;  /* why it could not be opened */
 	enum job_state state;
-	bool settled;              /* the loop has its outcome, or stopped it: not drained */
+	bool settled;              /* the loop has its outcome, or stopped it: the gate shows nothing */
+	bool told;                 /* the loop has its outcome: not drained */
 	bool ready;                /* its parent's map opened: a worker may take it */
 	int err;
 	struct copy_result res;
@@ -285,7 +286,10 @@ int copier__submit(struct copier *c, const struct copy_req *rq, enum copy_op op,
 	j->rq.parent_map = &j->parent_map;
 	j->parent_fd = -1;
 	pthread_mutex_lock(&c->lock);
-	if (c->queued >= c->cfg.queue_max || queued_of(c, rq->uid) >= c->cfg.queue_per_uid) {
+	/* The uid's share spent is its own doing (-EAGAIN); the whole queue full is everyone's (-EBUSY). */
+	if (c->queued >= c->cfg.queue_max) {
+		err = -EBUSY;
+	} else if (queued_of(c, rq->uid) >= c->cfg.queue_per_uid) {
 		err = -EAGAIN;
 	} else {
 		for (tail = &c->jobs; *tail; tail = &(*tail)->next)
@@ -345,8 +349,12 @@ int copier__settle(struct copier *c, uint64_t ticket, struct copy_result *res)
 		err = -ECANCELED;
 		break;
 	case JOB_RUNNING:
-		j->settled = true;  /* the gate stops it */
-		err = -ECANCELED;
+		/*
+		 * The gate stops it, but its reads and writes so far were made:
+		 * drained when done, so that they are charged (-EINPROGRESS).
+		 */
+		j->settled = true;
+		err = -EINPROGRESS;
 		break;
 	case JOB_SHOWING:
 		err = -EINPROGRESS;  /* drained when done */
@@ -354,7 +362,7 @@ int copier__settle(struct copier *c, uint64_t ticket, struct copy_result *res)
 	case JOB_SHOWN:
 	case JOB_DONE:
 	default:
-		j->settled = true;
+		j->settled = j->told = true;
 		*res = j->res;
 		err = j->err;
 		break;
@@ -385,7 +393,7 @@ void copier__drain(struct copier *c, copier_done_fn fn, void *ctx)
 	pthread_mutex_unlock(&c->lock);
 	while ((j = done)) {
 		done = j->next;
-		if (!j->settled)
+		if (!j->told)
 			fn(ctx, j->rq.child, j->ticket, j->op, j->err, &j->res);
 		job_free(j);
 	}

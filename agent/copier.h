@@ -30,7 +30,7 @@ struct copier *copier__open(const struct copier_config *cfg);
 void copier__free(struct copier *c);
 /* Readable when copies are done: call copier__drain(). */
 int copier__fd(const struct copier *c);
-/* Queue a copy (@rq and its parent_map are copied); -EAGAIN when the queue or @rq->uid's share is full. */
+/* Queue a copy (@rq and its parent_map are copied); -EAGAIN when @rq->uid's share is full, -EBUSY the queue. */
 int copier__submit(struct copier *c, const struct copy_req *rq, enum copy_op op, uint64_t ticket);
 /* As mapstore_ops.copy_settle; a copy being linked in is waited for (microseconds). */
 int copier__settle(struct copier *c, uint64_t ticket, struct copy_result *res);

@@ -134,14 +134,17 @@ struct mapstore_ops {
 	/*
 	 * Either of those off the event loop (NULL: none is): 0 when queued,
 	 * and the result comes back to policy__copy_done() with @ticket; -EAGAIN
-	 * when the queue holds as many of @rq->uid's copies as it may.
+	 * when the queue holds as many of @rq->uid's copies as it may, -EBUSY
+	 * when it holds as many as it may in all.
 	 */
 	int (*copy_defer)(void *ctx, const struct copy_req *rq, enum copy_op op, uint64_t ticket);
 	/*
 	 * A deferred copy, before the child's next event is weighed: -ECANCELED
-	 * when it was stopped and nothing of it will show; -EINPROGRESS when it
-	 * is being appended to the child's own map, and its result comes later;
-	 * else its result (0 or the copy's error, @res filled), now and only now.
+	 * when it was stopped before it began and nothing of it will show;
+	 * -EINPROGRESS when it is being made (stopped: nothing shows) or appended
+	 * to the child's own map, and its result, with the bytes it cost, comes
+	 * to policy__copy_done() later; else its result (0 or the copy's error,
+	 * @res filled), now and only now.
 	 */
 	int (*copy_settle)(void *ctx, pid_t child, uint64_t ticket, struct copy_result *res);
 	/*

@@ -78,6 +78,7 @@ struct policy_stats {
 	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
 	uint64_t copies_deferred;      /* sent to the worker, off the event loop */
 	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
+	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
 	uint64_t copy_bytes;           /* written by copies */
 	uint64_t foreign_ns;           /* processes in another mount or pid namespace */
 	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */

@@ -243,14 +243,28 @@ static bool goes_to_worker(struct policy *p, const struct proc *pr, uint64_t cos
 	return cost > p->cfg.defer_copy_bytes || !budget__take(p->loop_budget, pr->uid, cost, now_ns);
 }
 
-/* Send the copy, charged @cost, to the worker: -EINPROGRESS, or 0 when its queue is full. */
+/*
+ * Send the copy, charged @cost, to the worker: -EINPROGRESS; 0 when the uid
+ * has its share of the queue (refused, as over its budget); -EBUSY when the
+ * whole queue is full, or -ENOMEM: nobody's fault, tried again (after_copy).
+ */
 static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, enum copy_op op,
 		      uint64_t cost, uint64_t now_ns)
 {
+	int err;
+
 	/* Bounded by the apparent size: blocks on disk undercount a compressed file's data. */
 	rq->max_data = rq->parent_map->size + COPY_SLACK;
-	if (p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets)) {
+	err = p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets);
+	if (err) {
 		budget__settle(p->copy_budget, pr->uid, cost, 0);
+		if (err != -EAGAIN) {
+			p->stats.copies_queue_full++;
+			pr_info("copy %d -> %d: the copy queue is %s; tried again for %llu s",
+				(int)pr->ppid, (int)pr->tgid, err == -EBUSY ? "full" : "out of memory",
+				(unsigned long long)(COPY_RETRY_NS / 1000000000));
+			return err == -EBUSY ? -EBUSY : -ENOMEM;
+		}
 		over_budget(p, pr, cost, "as many of its copies queued as it may have", now_ns);
 		return 0;
 	}
@@ -328,7 +342,7 @@ int policy__copy_from_parent(struct policy *p, struct proc *pr, struct span psta
 /* Worth another try: a runtime's unfinished line, or the agent short of fds or memory. */
 static bool copy_again(int err)
 {
-	return err == -EAGAIN || short_of_resources(err);
+	return err == -EAGAIN || err == -EBUSY || short_of_resources(err);
 }
 
 /* After a try at @pr's copy that returned @ret: wait for a runtime's line or for fds, or give up. */
@@ -346,6 +360,10 @@ void policy__after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now
 		if (ret == -EAGAIN)
 			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
 			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
+		else if (ret == -EBUSY)
+			pr_err("copy %d -> %d: %s/perf-%d.map not made: the copy queue stayed full for %llu s; given up",
+			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid,
+			       (unsigned long long)(COPY_RETRY_NS / 1000000000));
 		else
 			pr_err("copy %d -> %d: %s/perf-%d.map not made: %s for %llu s; given up",
 			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid,
@@ -376,8 +394,13 @@ void policy__settle_copy(struct policy *p, struct proc *pr, const char *what, ui
 			 (int)pr->ppid, (int)pr->tgid, pr->comm, what);
 		return;
 	}
+	/*
+	 * Being made (stopped, nothing shows) or appended: what it read and
+	 * wrote so far was work done for the uid, and its charge stays whole.
+	 * Refunded, a child exiting mid-copy would make copies free.
+	 */
 	if (err == -EINPROGRESS) {
-		pr_debug("copy %d -> %d (%s): the child %s while the parent's entries were being appended to its map",
+		pr_debug("copy %d -> %d (%s): the child %s while its copy was being made; charged in full",
 			 (int)pr->ppid, (int)pr->tgid, pr->comm, what);
 		return;
 	}
@@ -389,11 +412,11 @@ void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
 {
 	struct proc *pr = proctab_find(&p->procs, child);
 
-	/* Settled already: the child exec'd or ended while its map was appended to. */
+	/* Settled already: the child exec'd or ended while its copy was made (charged then). */
 	if (!pr || pr->copy_ticket != ticket) {
 		p->stats.copy_bytes += res->bytes;
 		pr_debug("copy -> %d: done after the child exec'd or ended (%s)", (int)child,
-			 err ? strerror(-err) : "appended");
+			 err ? strerror(-err) : "made");
 		return;
 	}
 	pr->copy_ticket = 0;

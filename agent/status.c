@@ -97,6 +97,7 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "copies_skipped_exec", s->copies_skipped_exec);
 	u64(r, "copies_deferred", s->copies_deferred);
 	u64(r, "copies_over_budget", s->copies_over_budget);
+	u64(r, "copies_queue_full", s->copies_queue_full);
 	u64(r, "copy_bytes", s->copy_bytes);
 	u64(r, "stale_maps_archived", s->stale_archived);
 	u64(r, "exec_maps_archived", s->exec_archived);

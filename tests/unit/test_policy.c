@@ -53,6 +53,7 @@ static struct fake {
 	int defer_err;             /* copy_defer fails with this, when not 0 */
 	int defers, settles;
 	bool settle_shows;         /* settling finds the copy at the path already */
+	bool settle_running;       /* settling finds the copy being made: -EINPROGRESS */
 	uint64_t ticket;           /* of the last copy deferred */
 	enum copy_op op;
 	struct copy_req rq;
@@ -233,6 +234,9 @@ static int fake_copy_settle(void *ctx, pid_t child, uint64_t ticket, struct copy
 	assert_true(ticket == F.ticket && F.pending);
 	if (F.settle_shows)
 		return fake_make_deferred(res);
+	/* As the copier for a copy being made: stopped, its result drained later. */
+	if (F.settle_running)
+		return -EINPROGRESS;
 	F.pending = false;
 	return -ECANCELED;
 }
@@ -1742,6 +1746,51 @@ static void test_a_uids_many_small_copies_leave_the_event_loop(void **state)
 	assert_int_equal(stats()->copies_created, 18);
 }
 
+/* The whole queue full is nobody's budget: put off, not refused, and made once there is room. */
+static void test_a_queue_full_for_everyone_is_tried_again(void **state)
+{
+	(void)state;
+	budget_config(10 * MB, 10 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.defer_err = -EBUSY;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 0);
+	assert_int_equal(stats()->copies_queue_full, 1);
+	assert_int_equal(stats()->copies_deferred, 0);
+	F.defer_err = 0;
+	tick(F.now + 100 * MS);
+	assert_int_equal(stats()->copies_deferred, 1);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 1);
+	/* Charged once: another 5 MB copy fits the 10 MB. */
+	fork_at(12, 10, F.now + MS, 1 * SEC);
+	finish_deferred();
+	assert_int_equal(stats()->copies_created, 2);
+	assert_int_equal(stats()->copies_over_budget, 0);
+}
+
+/* A copy stopped while it was being made keeps its charge: exiting mid-copy makes no copy free. */
+static void test_a_copy_stopped_while_made_keeps_its_charge(void **state)
+{
+	struct copy_result res = { .bytes = 3 * MB };
+
+	(void)state;
+	budget_config(1, 6 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_deferred, 1);
+	F.settle_running = true;
+	exit_at(11, 5 * SEC, 5 * SEC + MS);
+	/* Its result comes later, stopped, with what it wrote. */
+	policy__copy_done(P, 11, F.ticket, -ECANCELED, &res, F.now);
+	assert_int_equal(stats()->copy_bytes, 3 * MB);
+	/* The 5 MB stay spent: the next 5 MB copy is over the 6 MB. */
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_over_budget, 1);
+}
+
 static void test_a_full_queue_refuses_the_copy_and_says_so(void **state)
 {
 	(void)state;
@@ -1858,6 +1907,8 @@ int main(void)
 		T(test_deferred_create_finding_a_map_appends_to_it),
 		T(test_a_uids_many_small_copies_leave_the_event_loop),
 		T(test_a_full_queue_refuses_the_copy_and_says_so),
+		T(test_a_queue_full_for_everyone_is_tried_again),
+		T(test_a_copy_stopped_while_made_keeps_its_charge),
 		T(test_compressed_map_goes_to_the_worker_at_its_apparent_size),
 #undef T
 	};

@@ -81,8 +81,11 @@ static int listen_status(struct instance *inst)
 	old_mask = umask(0177);
 	err = bind(inst->sock_fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old_mask);
-	if (!err && inst->status_gid != STATUS_NO_GROUP)
-		err = chown(inst->sock_path, 0, inst->status_gid) || chmod(inst->sock_path, 0660);
+	if (!err && inst->status_gid != STATUS_NO_GROUP) {
+		err = chown(inst->sock_path, 0, inst->status_gid);
+		if (!err)
+			err = chmod(inst->sock_path, 0660);
+	}
 	if (err || listen(inst->sock_fd, 16)) {
 		pr_err("status socket %s: %s", inst->sock_path, strerror(errno));
 		return -errno;

@@ -95,7 +95,11 @@ static int reserve(int fd, off_t size, off_t len)
 	return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -errno;
 }
 
-/* The end of the last '\n' in [lo, hi) of @fd, or -1 when there is none. */
+/*
+ * The end of the last '\n' in [lo, hi) of @fd, or -1 when there is none in
+ * its last PERFMAP_LINE_MAX bytes: what ends in a longer run without one is
+ * no line anyone reads, and a dense map without newlines is not read whole.
+ */
 static off_t last_newline(int fd, off_t lo, off_t hi)
 {
 	char buf[4096];
@@ -103,7 +107,7 @@ static off_t last_newline(int fd, off_t lo, off_t hi)
 	ssize_t n;
 	char *nl;
 
-	while (end > lo) {
+	while (end > lo && hi - end < PERFMAP_LINE_MAX) {
 		n = end - lo < (off_t)sizeof(buf) ? end - lo : (off_t)sizeof(buf);
 		if (pread(fd, buf, n, end - n) != n)
 			return -1;
@@ -115,13 +119,18 @@ static off_t last_newline(int fd, off_t lo, off_t hi)
 	return -1;
 }
 
-/* Where the last whole line of the first @size bytes ends; 0 if none does. Holes are skipped. */
-static off_t whole_lines_end(int fd, off_t size)
+/*
+ * Where the last whole line of the first @size bytes ends; 0 if none does.
+ * Holes are skipped. -ECANCELED when @gate says the copy is stopped.
+ */
+static off_t whole_lines_end(int fd, off_t size, const struct copy_gate *gate)
 {
 	off_t off = 0, lo, hi, end = 0, nl;
 
 	/* Forwards, stretch by stretch: a stretch's newline is found near its end. */
 	while (next_data(fd, off, size, &lo, &hi)) {
+		if (gate && gate->stopped && gate->stopped(gate->arg))
+			return -ECANCELED;
 		nl = last_newline(fd, lo, hi);
 		if (nl > 0)
 			end = nl;
@@ -135,7 +144,7 @@ static int copy_range(int src, int dst, off_t lo, off_t hi)
 {
 	char buf[65536];
 	off_t in = lo, out;
-	ssize_t n;
+	ssize_t n, w;
 
 	while (in < hi) {
 		out = in;
@@ -150,8 +159,11 @@ static int copy_range(int src, int dst, off_t lo, off_t hi)
 		n = pread(src, buf, hi - in < (off_t)sizeof(buf) ? hi - in : (off_t)sizeof(buf), in);
 		if (n <= 0)
 			return n ? -errno : -EIO;
-		if (pwrite(dst, buf, n, in) != n)
-			return errno ? -errno : -EIO;
+		w = pwrite(dst, buf, n, in);
+		if (w < 0)
+			return -errno;
+		if (w != n)
+			return -EIO;  /* short: it sets no errno, and whatever errno holds is stale */
 		in += n;
 	}
 	return 0;
@@ -192,11 +204,13 @@ static void write_behind(struct write_behind *wb, int fd, off_t lo, off_t len)
 static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
 		      const struct copy_gate *gate, uint64_t *written)
 {
-	off_t end = whole_lines_end(parent_fd, (off_t)limit), off = 0, lo, hi;
+	off_t end = whole_lines_end(parent_fd, (off_t)limit, gate), off = 0, lo, hi;
 	struct write_behind wb = { .on = gate != NULL };
 	int err;
 
 	*written = 0;
+	if (end < 0)
+		return end;
 	while (next_data(parent_fd, off, end, &lo, &hi)) {
 		if (hi - lo > WRITE_BEHIND_CHUNK)
 			hi = lo + WRITE_BEHIND_CHUNK;

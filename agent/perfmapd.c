@@ -92,9 +92,11 @@ struct scan_env daemon__scan_env(struct daemon *d)
 /* ---- start and stop ---- */
 
 /*
- * Every queued archive job and every copy holds an fd, and a busy host has
- * many maps: the soft limit (1024 by default, kept low for select(), which
- * the agent does not use) goes up to the hard one. No capability needed.
+ * Every copy queued or being made holds its parent's map open (256 queued
+ * and one per worker at most); archive jobs hold none, but a move, a store
+ * and a status answer each take a few for a moment: the soft limit (1024 by
+ * default, kept low for select(), which the agent does not use) goes up to
+ * the hard one. No capability needed.
  */
 static void raise_fd_limit(void)
 {

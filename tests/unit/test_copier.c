@@ -18,6 +18,7 @@
 
 #include "copier.h"
 #include "log.h"
+#include "perfmap.h"
 #include "procfs.h"
 #include "testutil.h"
 
@@ -155,6 +156,37 @@ static void test_sparse_parent_is_copied_without_its_holes(void **state)
 			 (ssize_t)strlen(TAIL));
 	assert_memory_equal(buf, TAIL, strlen(TAIL));
 	close(fd);
+}
+
+/*
+ * A stretch ending in more than PERFMAP_LINE_MAX bytes without a newline is
+ * not scanned back to its last one: its lines are given up, and the copy
+ * ends with the stretch before (a dense map without newlines is not read
+ * whole in the event loop to find where its lines end).
+ */
+static void test_a_stretch_ending_in_a_long_run_is_not_scanned_whole(void **state)
+{
+	static char run[3 * PERFMAP_LINE_MAX];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	make_parent(true);
+	memset(run, 'x', sizeof(run));
+	fd = open(tu_map_path(dir, PARENT), O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, run, sizeof(run)), (ssize_t)sizeof(run));
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	parent_map.size = st.st_size;
+	parent_map.disk_bytes = (uint64_t)st.st_blocks * 512;
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 8), 0);
+	wait_done();
+	assert_int_equal(done.err, 0);
+	assert_int_equal(done.res.entries, 2);
+	assert_int_equal(stat(tu_map_path(dir, getpid()), &st), 0);
+	assert_int_equal(st.st_size, strlen(HEAD));
 }
 
 static void test_append_reads_only_the_parents_data(void **state)
@@ -301,6 +333,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_sparse_parent_is_copied_without_its_holes),
+		T(test_a_stretch_ending_in_a_long_run_is_not_scanned_whole),
 		T(test_append_reads_only_the_parents_data),
 		T(test_copy_settled_while_queued_never_shows),
 		T(test_copy_past_its_data_bound_stops_unshown),

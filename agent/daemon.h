@@ -50,7 +50,7 @@ struct daemon {
 	bool stop;
 };
 
-/* options.c: the command line into @cfg; 0, 1 when done (help, version), -EINVAL. */
+/* options.c: the command line into @cfg; 0 or -EINVAL (said); --help and --version exit. */
 int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg);
 
 /* loop.c: the signals the loop reads, blocked before any thread starts. */

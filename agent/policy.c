@@ -171,14 +171,18 @@ forget:
  * change its uid, unless it runs as root: root's files are excepted (a
  * runtime that wrote as root and dropped its uid later), and so are files a
  * root process's path got after its @change (it may have dropped to that uid
- * since). Such a map was put there by somebody else, for the process to
- * append its symbols to.
+ * since): for root, the file must be known from before, by the index or as
+ * @known, seen then. Such a map was put there by somebody else, for the
+ * process to append its symbols to.
  */
-static bool squatted(const struct proc *pr, const struct map_info *mi, struct span change)
+static bool squatted(const struct proc *pr, const struct map_info *mi, struct span change,
+		     const struct known_file *known)
 {
 	if (mi->uid == 0 || mi->uid == pr->uid)
 		return false;
-	return pr->uid != 0 || span_before(mi->born, change);
+	if (pr->uid != 0 || span_before(mi->born, change))
+		return true;
+	return known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo;
 }
 
 /*
@@ -234,7 +238,7 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
-	if (squatted(pr, &mi, pr->start)) {
+	if (squatted(pr, &mi, pr->start, kp)) {
 		move_squatted(p, pr, what, &mi);
 		return;
 	}
@@ -384,7 +388,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		/* A copy made late, after the exec: only the new image can have written to it. */
 		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
 			"perfmapd's copy, made after the exec and written since by the new image" };
-	} else if (squatted(pr, &mi, ev->at)) {
+	} else if (squatted(pr, &mi, ev->at, NULL)) {
 		move_squatted(p, pr, "exec", &mi);
 		goto forget_copy;
 	} else {
@@ -625,7 +629,7 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 	if ((pr->flags & PROC_FOREIGN_NS) || look(p, pid, 0, &mi) || copied_here(pr, &mi))
 		return;
 	/* Put there by another user after the claim, before the runtime opens the path. */
-	if (squatted(pr, &mi, pr->image)) {
+	if (squatted(pr, &mi, pr->image, NULL)) {
 		move_squatted(p, pr, "map", &mi);
 		return;
 	}

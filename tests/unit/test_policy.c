@@ -1121,6 +1121,18 @@ static void test_root_maps_and_root_processes_are_not_squatted(void **state)
 	policy__event(P, &ev, F.now);
 	assert_false(F.map[33].exists);
 	assert_int_equal(stats()->squatted_moved, 1);
+	/* And so is one seen before it without a process, though the index lost when it was made. */
+	plant(34, ENTRIES_MAPPED);
+	F.map[34].mi.born = SPAN_UNKNOWN;
+	map_found(34);
+	F.map[34].mi.size += 30;  /* written after it was seen: still its planter's, by its owner */
+	ev.pid = 34;
+	ev.start = span_at(F.now + SEC);
+	ev.start_ticks = (F.now + SEC) / TICK;
+	F.now += 2 * SEC;
+	policy__event(P, &ev, F.now);
+	assert_false(F.map[34].exists);
+	assert_int_equal(stats()->squatted_moved, 2);
 }
 
 /* No fd to move it: left, counted, and not taken as the process's own. */

@@ -166,26 +166,6 @@ forget:
 /* ---- a new holder of a pid ---- */
 
 /*
- * Is @mi, at @pr's path since before or after @change (its start or exec),
- * another uid's map? A process cannot make a file another uid owns, nor
- * change its uid, unless it runs as root: root's files are excepted (a
- * runtime that wrote as root and dropped its uid later), and so are files a
- * root process's path got after its @change (it may have dropped to that uid
- * since): for root, the file must be known from before, by the index or as
- * @known, seen then. Such a map was put there by somebody else, for the
- * process to append its symbols to.
- */
-static bool squatted(const struct proc *pr, const struct map_info *mi, struct span change,
-		     const struct known_file *known)
-{
-	if (mi->uid == 0 || mi->uid == pr->uid)
-		return false;
-	if (pr->uid != 0 || span_before(mi->born, change))
-		return true;
-	return known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo;
-}
-
-/*
  * @mi at @pr's path is squatted: never @pr's, never kept for it. Moved aside
  * even while open for writing or with the archive's queue full; what cannot
  * be moved stays, not the process's (so judged again at its next event).
@@ -238,7 +218,7 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
-	if (squatted(pr, &mi, pr->start, kp)) {
+	if (policy__squatted(pr, &mi, pr->start, kp)) {
 		move_squatted(p, pr, what, &mi);
 		return;
 	}
@@ -388,7 +368,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		/* A copy made late, after the exec: only the new image can have written to it. */
 		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
 			"perfmapd's copy, made after the exec and written since by the new image" };
-	} else if (squatted(pr, &mi, ev->at, NULL)) {
+	} else if (policy__squatted(pr, &mi, ev->at, NULL)) {
 		move_squatted(p, pr, "exec", &mi);
 		goto forget_copy;
 	} else {
@@ -629,7 +609,7 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 	if ((pr->flags & PROC_FOREIGN_NS) || look(p, pid, 0, &mi) || copied_here(pr, &mi))
 		return;
 	/* Put there by another user after the claim, before the runtime opens the path. */
-	if (squatted(pr, &mi, pr->image, NULL)) {
+	if (policy__squatted(pr, &mi, pr->image, NULL)) {
 		move_squatted(p, pr, "map", &mi);
 		return;
 	}

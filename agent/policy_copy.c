@@ -80,6 +80,9 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 		return false;
 	if (!parent || is_own(parent, pm))
 		return true;
+	/* Another user's file the parent's claim could not move: never copied into its children. */
+	if (policy__squatted(parent, pm, parent->image, NULL))
+		return false;
 	/*
 	 * Judged so before, and unchanged: every fork of a parent asks, and the
 	 * judgement reads the file and /proc. Said once per file.

@@ -112,6 +112,26 @@ static inline bool is_own(const struct proc *pr, const struct map_info *mi)
 	return pr->own_ino && same_file(mi, pr->own_dev, pr->own_ino);
 }
 
+/*
+ * Is @mi, at @pr's path since before or after @change (its start or exec),
+ * another uid's map? A process cannot make a file another uid owns, nor
+ * change its uid, unless it runs as root: root's files are excepted (a
+ * runtime that wrote as root and dropped its uid later), and so are files a
+ * root process's path got after its @change (it may have dropped to that uid
+ * since): for root, the file must be known from before, by the index or as
+ * @known, seen then. Such a map was put there by somebody else, for the
+ * process to append its symbols to.
+ */
+static inline bool policy__squatted(const struct proc *pr, const struct map_info *mi,
+				    struct span change, const struct known_file *known)
+{
+	if (mi->uid == 0 || mi->uid == pr->uid)
+		return false;
+	if (pr->uid != 0 || span_before(mi->born, change))
+		return true;
+	return known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo;
+}
+
 /* ---- policy_judge.c ---- */
 
 /*

@@ -1145,6 +1145,10 @@ static void test_squatted_map_that_cannot_move_is_not_owned(void **state)
 	fork_at(30, 1, 30 * SEC, 0);
 	assert_true(F.map[30].exists);
 	assert_int_equal(stats()->squatted_left, 1);
+	/* Its children get none of the planter's entries. */
+	fork_at(31, 30, 31 * SEC, 30 * SEC);
+	assert_int_equal(F.creates, 0);
+	assert_int_equal(F.entries_calls, 0);
 	F.archive_err = 0;
 	policy__map_appeared(P, 30, F.now);
 	assert_false(F.map[30].exists);

@@ -46,11 +46,16 @@ void retention__free(struct retention *r);
 int retention__add(struct retention *r, const struct retained *e);
 /* Wait @e for a retry of a move refused at @now_ns; its schedule is set here. */
 int retention__add_move(struct retention *r, const struct retained *e, uint64_t now_ns);
+/* Its deadline is the heap's key: change it only by retention__add(). */
 struct retained *retention__find(struct retention *r, pid_t pid);
 void retention__forget(struct retention *r, pid_t pid);
 size_t retention__count(const struct retention *r, enum retain_kind kind);
 /* Entries with @orphan set whose map @uid owns. */
 size_t retention__orphans(const struct retention *r, uid_t uid);
+/* Entries of kind RETAIN_EXITED whose map @uid owns (the cap of exits retained per uid). */
+size_t retention__exited(const struct retention *r, uid_t uid);
+/* True the first time @uid, which has entries, is found over its cap, until it has none again. */
+bool retention__first_over(struct retention *r, uid_t uid);
 
 /* What the caller's attempt at a due entry came to. */
 enum retain_result {
@@ -76,7 +81,11 @@ struct retention_cb {
  * a millisecond later.
  */
 void retention__expire(struct retention *r, uint64_t now_ns, const struct retention_cb *cb);
-/* The earliest deadline of a busy move, or UINT64_MAX: such retries need more than the tick. */
+/*
+ * The earliest deadline of a busy move, or UINT64_MAX: such retries need
+ * more than the tick. O(1): the deadlines are kept in a heap per kind, and a
+ * tick costs O(log n) per entry due, none per entry waiting.
+ */
 uint64_t retention__next_move(const struct retention *r);
 
 #define RETRY_EXITED_NS (10ull * 1000000000)

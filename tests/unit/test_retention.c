@@ -159,6 +159,114 @@ static void test_orphans_counted_per_owner(void **state)
 	retention__free(r);
 }
 
+static uint64_t last_deadline;
+static int out_of_order;
+
+static enum retain_result due_in_order(void *ctx, const struct retained *e)
+{
+	(void)ctx;
+	if (e->deadline_ns < last_deadline)
+		out_of_order++;
+	last_deadline = e->deadline_ns;
+	dues++;
+	return RETAIN_DONE;
+}
+
+/* Deadlines in any order, entries replaced and forgotten: each tick hands over exactly the due ones, earliest first. */
+static void test_due_entries_come_earliest_first_and_only_them(void **state)
+{
+	const struct retention_cb ordered = { .due = due_in_order };
+	struct retention *r = retention__new();
+	struct retained e = { .kind = RETAIN_EXITED };
+	uint64_t t;
+	pid_t pid;
+	size_t left = 0;
+
+	(void)state;
+	for (pid = 1; pid <= 5000; pid++) {
+		e.pid = pid;
+		e.deadline_ns = (uint64_t)((pid * 7919) % 5000 + 1) * MS;  /* a permutation of 1..5000 ms */
+		assert_int_equal(retention__add(r, &e), 0);
+	}
+	/* Moved later by a replacement, and forgotten: neither is due at its old deadline. */
+	e.pid = 10;
+	e.deadline_ns = 9000 * MS;
+	assert_int_equal(retention__add(r, &e), 0);
+	for (pid = 2000; pid < 3000; pid++)
+		retention__forget(r, pid);
+	dues = out_of_order = 0;
+	last_deadline = 0;
+	for (t = 0; t <= 5000 * MS; t += 100 * MS) {
+		retention__expire(r, t, &ordered);
+		left = retention__count(r, RETAIN_EXITED);
+		/* Nothing due is left: every entry left has a later deadline. */
+		assert_true(left == 0 || retention__find(r, 10));
+	}
+	assert_int_equal(out_of_order, 0);
+	assert_int_equal(dues, 5000 - 1000 - 1);
+	assert_int_equal(left, 1);
+	retention__expire(r, 9000 * MS, &ordered);
+	assert_int_equal(dues, 5000 - 1000);
+	retention__free(r);
+}
+
+/* The next move's deadline is the earliest of the moves', whatever the exited maps wait for. */
+static void test_next_move_is_the_earliest_move(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .pid = 1, .kind = RETAIN_EXITED, .deadline_ns = 1 * MS };
+	pid_t pid;
+
+	(void)state;
+	retention__add(r, &e);
+	for (pid = 2; pid < 100; pid++) {
+		e.pid = pid;
+		assert_int_equal(retention__add_move(r, &e, (uint64_t)(200 - pid) * SEC), 0);
+	}
+	assert_int_equal(retention__next_move(r), 101 * SEC + RETRY_MOVE_FIRST_NS);
+	retention__forget(r, 99);
+	assert_int_equal(retention__next_move(r), 102 * SEC + RETRY_MOVE_FIRST_NS);
+	/* An exited map replaced by a move of its pid: counted as a move, its exit no more. */
+	e.pid = 1;
+	e.uid = 0;
+	assert_int_equal(retention__add_move(r, &e, 0), 0);
+	assert_int_equal(retention__next_move(r), RETRY_MOVE_FIRST_NS);
+	assert_int_equal(retention__count(r, RETAIN_EXITED), 0);
+	assert_int_equal(retention__exited(r, 0), 0);
+	retention__free(r);
+}
+
+/* Exited maps are counted per owner, for the cap; the cap's log line is said once until none are left. */
+static void test_exited_counted_per_owner_and_said_once(void **state)
+{
+	struct retention *r = retention__new();
+	struct retained e = { .kind = RETAIN_EXITED, .uid = 1000, .deadline_ns = 10 * SEC };
+	pid_t pid;
+
+	(void)state;
+	assert_false(retention__first_over(r, 1000));  /* has none: nothing to say */
+	for (pid = 1; pid <= 30; pid++) {
+		e.pid = pid;
+		e.uid = pid <= 20 ? 1000 : 2000;
+		assert_int_equal(retention__add(r, &e), 0);
+	}
+	assert_int_equal(retention__exited(r, 1000), 20);
+	assert_int_equal(retention__exited(r, 2000), 10);
+	assert_true(retention__first_over(r, 1000));
+	assert_false(retention__first_over(r, 1000));
+	assert_true(retention__first_over(r, 2000));
+	retention__forget(r, 1);
+	assert_int_equal(retention__exited(r, 1000), 19);
+	answer = RETAIN_DONE;
+	retention__expire(r, 10 * SEC, &cb);
+	assert_int_equal(retention__exited(r, 1000), 0);
+	e.pid = 1;
+	e.uid = 1000;
+	assert_int_equal(retention__add(r, &e), 0);
+	assert_true(retention__first_over(r, 1000));  /* none were left between: said again */
+	retention__free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +275,9 @@ int main(void)
 		cmocka_unit_test(test_busy_exited_map_waits_ten_seconds_without_end),
 		cmocka_unit_test(test_busy_move_backs_off_then_gives_up),
 		cmocka_unit_test(test_orphans_counted_per_owner),
+		cmocka_unit_test(test_due_entries_come_earliest_first_and_only_them),
+		cmocka_unit_test(test_next_move_is_the_earliest_move),
+		cmocka_unit_test(test_exited_counted_per_owner_and_said_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

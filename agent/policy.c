@@ -105,13 +105,22 @@ static struct proc *track(struct policy *p, const struct policy_event *ev)
 static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
 		  bool orphan, uint64_t now_ns)
 {
-	const struct retained r = {
+	struct retained r = {
 		.pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
 		.orphan = orphan, .uid = mi->uid,
 		.reason = ARCHIVE_EXIT, .dev = mi->dev, .ino = mi->ino, .size = mi->size,
 		.seen_ns = mi->seen_ns, .deadline_ns = now_ns + p->cfg.retention_ns,
 	};
 
+	/* Past the owner's cap: archived at the next tick, not kept at its path (issue 9, M3). */
+	if (retention__exited(p->retained, mi->uid) >= p->cfg.retained_per_uid) {
+		r.deadline_ns = now_ns;
+		p->stats.retained_over_limit++;
+		if (retention__first_over(p->retained, mi->uid))
+			pr_warn("exit %d: uid %u has %zu exited processes' maps retained already; %s/perf-%d.map and its later ones are archived at once (said once until it has none)",
+				(int)pid, (unsigned int)mi->uid, p->cfg.retained_per_uid,
+				p->cfg.map_dir, (int)pid);
+	}
 	if (retention__add(p->retained, &r)) {
 		p->stats.errors++;
 		return -ENOMEM;
@@ -552,6 +561,8 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	p->cfg = *cfg;
 	if (!p->cfg.orphans_per_uid)
 		p->cfg.orphans_per_uid = ORPHANS_PER_UID;
+	if (!p->cfg.retained_per_uid)
+		p->cfg.retained_per_uid = RETAINED_PER_UID;
 	p->store = store;
 	p->retained = retention__new();
 	/* The burst is saved up from the start: a new agent lets a prefork burst through. */

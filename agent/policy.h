@@ -60,6 +60,8 @@ struct policy_config {
 	uint64_t loop_copy_rate;
 	/* Maps without a process retained per owner at most (0: ORPHANS_PER_UID). */
 	size_t orphans_per_uid;
+	/* Exited processes' maps retained per owner at most (0: RETAINED_PER_UID). */
+	size_t retained_per_uid;
 	bool dry_run;                 /* decide and say so; change nothing */
 };
 
@@ -69,6 +71,12 @@ struct policy_config {
  * of one owner's, more are left where they are (see on_map()).
  */
 #define ORPHANS_PER_UID 1024
+/*
+ * A user can end short-lived processes with maps by the hundred thousand.
+ * Past this many of one owner's exited maps waiting, more are archived at
+ * once (retention 0): nothing is lost, the excess only leaves its path early.
+ */
+#define RETAINED_PER_UID 8192
 
 /* What `perfmapctl status` reports of the policy; every counter only grows. */
 struct policy_stats {
@@ -91,6 +99,7 @@ struct policy_stats {
 	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
 	uint64_t busy_deferred;        /* open for writing: not moved this time */
 	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
+	uint64_t retained_over_limit;  /* exited maps past their owner's RETAINED_PER_UID: archived at once */
 	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
 	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */
 	uint64_t squatted_left;        /* ...that could not be moved: left in place, not the holder's */

@@ -115,6 +115,7 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "orphan_traps", s->orphan_traps);
 	u64(r, "squatted_moved", s->squatted_moved);
 	u64(r, "squatted_left", s->squatted_left);
+	u64(r, "retained_over_limit", s->retained_over_limit);
 	u64(r, "foreign_namespace_processes", s->foreign_ns);
 	u64(r, "errors", s->errors);
 }

@@ -902,6 +902,39 @@ static void test_orphan_maps_are_retained_up_to_a_bound_per_owner(void **state)
 	assert_int_equal(F.archived[44], 1 + ARCHIVE_STALE);
 }
 
+/* A user ending processes by the thousand: past its cap, its exited maps go to the archive at the next tick. */
+static void test_exited_maps_past_the_owners_cap_are_archived_at_once(void **state)
+{
+	struct policy_config c = cfg;
+	pid_t pid;
+
+	(void)state;
+	c.retained_per_uid = 3;
+	reconfigure(&c);
+	for (pid = 30; pid < 36; pid++) {
+		fork_at(pid, 1, 1 * SEC, 0);
+		put_map(pid, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+		exit_at(pid, 1 * SEC, 20 * SEC);
+	}
+	/* Another owner's are not held back by uid 1000's. */
+	fork_at(40, 1, 1 * SEC, 0);
+	put_map(40, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.map[40].mi.uid = 2000;
+	exit_at(40, 1 * SEC, 20 * SEC);
+	assert_int_equal(stats()->retained_over_limit, 3);
+	tick(F.now + 1);
+	/* The first three wait their retention at their paths; the excess left at once, archived. */
+	for (pid = 30; pid < 33; pid++)
+		assert_int_equal(F.archived[pid], 0);
+	for (pid = 33; pid < 36; pid++)
+		assert_int_equal(F.archived[pid], 1 + ARCHIVE_EXIT);
+	assert_int_equal(F.archived[40], 0);
+	assert_int_equal(policy__retained(P), 4);
+	tick(F.now + 600 * SEC);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(policy__retained(P), 0);
+}
+
 static void test_orphan_claimed_by_a_new_process_frees_its_owners_bound(void **state)
 {
 	struct policy_config c = cfg;
@@ -1882,6 +1915,7 @@ int main(void)
 		T(test_exit_of_a_map_made_after_it_is_not_retained),
 		T(test_orphan_map_is_retained_unless_its_pid_lives),
 		T(test_orphan_maps_are_retained_up_to_a_bound_per_owner),
+		T(test_exited_maps_past_the_owners_cap_are_archived_at_once),
 		T(test_orphan_claimed_by_a_new_process_frees_its_owners_bound),
 		T(test_orphan_trap_is_left_and_warned_about_once),
 		T(test_squatted_map_goes_even_with_the_archive_full),

@@ -44,12 +44,33 @@ struct mapwatch {
 	uint64_t quiet_ns;     /* the last read that found the queue empty began here */
 	uint64_t exact_since;  /* CLOCK_BOOTTIME; 0 while unknown */
 	uint64_t overflows;
+	size_t max_records;    /* the index holds at most this many maps */
+	uint64_t full;         /* times a map was left out of the full index */
+	bool lossy;            /* a map was left out: not exact until a listing after it empties */
 	bool blind;            /* the watch is gone: never exact again */
 };
 
 static struct record *record_of(const struct mapwatch *mw, pid_t pid)
 {
 	return (struct record *)pidmap_find(&mw->records, pid);
+}
+
+/*
+ * Anyone can make perf-<pid>.map names by the million; the index keeps
+ * MAPWATCH_RECORDS_MAX, and a map it cannot hold (or has no memory for) makes
+ * it inexact: every event then looks on the disk, slower and never wrong,
+ * as after an overflow of the inotify queue, until a listing once the index
+ * has emptied by half (mapwatch__drain()).
+ */
+static void left_out(struct mapwatch *mw, pid_t pid)
+{
+	mw->exact_since = 0;
+	if (mw->lossy)
+		return;
+	mw->lossy = true;
+	mw->full++;
+	pr_warn("%s: the map index holds %zu maps, the most it may; perf-%d.map and later ones are looked up on disk until it has emptied by half",
+		mw->dir, mw->records.count, (int)pid);
 }
 
 /* Record (@dev, @ino) at @pid's path, born within @born; a known inode keeps the narrower span. */
@@ -66,10 +87,9 @@ static void record_set(struct mapwatch *mw, pid_t pid, dev_t dev, ino_t ino, str
 		return;
 	}
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		r = mw->records.count < mw->max_records ? calloc(1, sizeof(*r)) : NULL;
 		if (!r) {
-			/* Unknown from now on: nothing may be taken as absent. */
-			mw->exact_since = 0;
+			left_out(mw, pid);
 			return;
 		}
 		r->node.pid = pid;
@@ -89,6 +109,7 @@ static void index_reset(struct mapwatch *mw)
 {
 	pidmap_clear(&mw->records);
 	mw->exact_since = 0;
+	mw->lossy = false;
 }
 
 struct mapwatch *mapwatch__open(const char *dir, int dirfd)
@@ -101,6 +122,7 @@ struct mapwatch *mapwatch__open(const char *dir, int dirfd)
 		return NULL;
 	mw->dir = dir;
 	mw->dirfd = dirfd;
+	mw->max_records = MAPWATCH_RECORDS_MAX;
 	mw->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (pidmap_init(&mw->records, 256) || mw->fd < 0) {
 		err = -errno;
@@ -143,9 +165,15 @@ void mapwatch__listed(struct mapwatch *mw, pid_t pid, const struct stat *st)
 	record_set(mw, pid, st->st_dev, st->st_ino, (struct span){ 0, clock_boot_ns() });
 }
 
+void mapwatch__limit(struct mapwatch *mw, size_t max_records)
+{
+	mw->max_records = max_records;
+}
+
 void mapwatch__synced(struct mapwatch *mw, uint64_t since_ns)
 {
-	if (!mw->exact_since && !mw->blind)
+	/* A listing that found more maps than the index holds leaves it inexact. */
+	if (!mw->exact_since && !mw->blind && !mw->lossy)
 		mw->exact_since = since_ns;
 }
 
@@ -171,6 +199,11 @@ const char *mapwatch__state(const struct mapwatch *mw)
 uint64_t mapwatch__overflows(const struct mapwatch *mw)
 {
 	return mw->overflows;
+}
+
+uint64_t mapwatch__full(const struct mapwatch *mw)
+{
+	return mw->full;
 }
 
 bool mapwatch__has(const struct mapwatch *mw, pid_t pid)
@@ -288,6 +321,12 @@ bool mapwatch__drain(struct mapwatch *mw, mapwatch_fn fn, void *ctx)
 		pr_warn("%s: inotify queue overflowed; the directory will be listed again", mw->dir);
 		mw->overflows++;
 		index_reset(mw);
+	} else if (mw->lossy && mw->records.count < mw->max_records / 2) {
+		/* Room again for the maps left out: a listing finds them. */
+		pr_info("%s: the map index has room again (%zu maps); the directory will be listed again",
+			mw->dir, mw->records.count);
+		index_reset(mw);
+		overflow = true;
 	} else if (mw->exact_since) {
 		mw->exact_since = t_read;
 	}

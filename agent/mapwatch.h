@@ -15,6 +15,13 @@
 struct mapwatch;
 
 /*
+ * Maps the index holds at most (8 MB): past it, the index is inexact, and
+ * every event looks on the disk until it has emptied by half and the
+ * directory is listed again. pid_max allows 4M names, anyone can make them.
+ */
+#define MAPWATCH_RECORDS_MAX (128u * 1024)
+
+/*
  * Watch @dir (open as @dirfd, which the caller keeps open). The index knows
  * nothing (every map may exist) until mapwatch__synced().
  */
@@ -27,7 +34,8 @@ typedef void (*mapwatch_fn)(void *ctx, pid_t pid, bool exists);
 
 /*
  * Read every queued change into the index, telling @fn of each. True when
- * changes were lost (the queue overflowed): the index is reset, and only a
+ * changes were lost (the queue overflowed, or the full index has room again
+ * for the maps it left out): the index is reset, and only a
  * listing of the directory (mapwatch__listed(), then mapwatch__synced())
  * makes it exact again.
  */
@@ -61,5 +69,9 @@ void mapwatch__for_each(const struct mapwatch *mw, void (*fn)(pid_t pid, void *c
 /* "exact", "listing" (after an overflow) or "off" (the watch is gone), for status. */
 const char *mapwatch__state(const struct mapwatch *mw);
 uint64_t mapwatch__overflows(const struct mapwatch *mw);
+/* Times a map was left out of the index, full at MAPWATCH_RECORDS_MAX. */
+uint64_t mapwatch__full(const struct mapwatch *mw);
+/* Hold at most @max_records maps (tests). */
+void mapwatch__limit(struct mapwatch *mw, size_t max_records);
 
 #endif /* PERFMAPD_MAPWATCH_H */

@@ -82,6 +82,7 @@ static void report_events(struct report *r, const struct status_sources *src)
 	u64(r, "rescans_deferred", src->rescans_deferred);
 	str(r, "map_index", mapwatch__state(src->mw));
 	u64(r, "map_index_overflows", mapwatch__overflows(src->mw));
+	u64(r, "map_index_full", mapwatch__full(src->mw));
 }
 
 static void report_policy(struct report *r, const struct status_sources *src)

@@ -269,6 +269,45 @@ static void test_overflow_resets_until_listed(void **state)
 	assert_true(mapwatch__has(mw, 35));
 }
 
+/* A full index leaves maps out and says nothing is absent, until it empties by half and is listed again. */
+static void test_a_full_index_goes_to_disk_until_relisted(void **state)
+{
+	struct stat st;
+	pid_t pid;
+
+	(void)state;
+	mapwatch__limit(mw, 4);
+	mapwatch__synced(mw, clock_boot_ns());
+	for (pid = 40; pid < 46; pid++)
+		make_map(pid);
+	assert_false(drain());
+	/* Six maps, four held: the two left out must not look absent, nor any other. */
+	assert_string_equal(mapwatch__state(mw), "listing");
+	assert_int_equal(mapwatch__full(mw), 1);
+	assert_true(mapwatch__has(mw, 44));
+	assert_true(mapwatch__has(mw, 45));
+	assert_true(mapwatch__may_exist(mw, 99, 1));
+	/* A listing that finds them all again cannot make it exact. */
+	for (pid = 40; pid < 46; pid++) {
+		stat_map(pid, &st);
+		mapwatch__listed(mw, pid, &st);
+	}
+	mapwatch__synced(mw, clock_boot_ns());
+	assert_string_equal(mapwatch__state(mw), "listing");
+	assert_int_equal(mapwatch__full(mw), 1);  /* counted once per time it fills */
+	/* Emptied to one held: a listing is asked for, and makes it exact. */
+	for (pid = 40; pid < 45; pid++)
+		assert_int_equal(unlink(path_of(pid)), 0);
+	assert_true(drain());
+	assert_int_equal(mapwatch__overflows(mw), 0);
+	stat_map(45, &st);
+	mapwatch__listed(mw, 45, &st);
+	mapwatch__synced(mw, clock_boot_ns());
+	assert_string_equal(mapwatch__state(mw), "exact");
+	assert_true(mapwatch__has(mw, 45));
+	assert_false(mapwatch__has(mw, 44));
+}
+
 static void test_lost_watch_is_blind_for_good(void **state)
 {
 	(void)state;
@@ -333,6 +372,7 @@ int main(void)
 		T(test_made_by_the_agent_keeps_the_narrower_span),
 		T(test_listing_knows_no_lower_bound),
 		T(test_overflow_resets_until_listed),
+		T(test_a_full_index_goes_to_disk_until_relisted),
 		T(test_lost_watch_is_blind_for_good),
 		T(test_for_each_tells_the_indexed_pids),
 #undef T

@@ -11,7 +11,10 @@
  * path is free before the event that needs it returns, and the compaction
  * and quota run in one worker thread. The worker's queue is bounded and its
  * jobs hold no fd: the worker reopens each staged map by name and checks it
- * is the file recorded, so a user's many maps cost the agent no fds.
+ * is the file recorded, so a user's many maps cost the agent no fds. A uid
+ * has a quarter of the queue at most: one user's maps, however many, leave
+ * room for everyone else's. The quota's index is in memory (archive_quota.c):
+ * no store and no status request lists the archive.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +42,13 @@ struct archive_job {
 	struct staged_rec rec;        /* the staged map: reopened by name, checked by identity */
 };
 
+/* A uid with maps in the queue: as many as the queue holds at most, in a short array. */
+struct queued_uid {
+	uid_t uid;
+	unsigned int n;
+	bool full_said;               /* its share's being full is logged once while it has any */
+};
+
 struct archive {
 	struct archive_config cfg;
 	struct archive_stats stats;   /* atomic: the worker counts, status reads */
@@ -49,6 +59,9 @@ struct archive {
 	pthread_cond_t cond;
 	struct archive_job *head, **tail;
 	unsigned int queued;
+	struct queued_uid *uids;      /* under the lock */
+	size_t nuids, uids_cap;
+	struct quota *quota;          /* the worker's, but for its totals */
 	bool stop, started, busy, paused;
 	uint64_t put_off;             /* the worker's: stores put off since the one said */
 	bool full_said;               /* the queue's being full is logged once per time */
@@ -83,11 +96,7 @@ static void archive_name(pid_t pid, uint64_t start_ticks, enum archive_reason wh
 
 void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes)
 {
-	struct quota_result q;
-
-	quota__apply(ar->dir_fd, ar->cfg.dir, 0, &q);
-	*files = q.files;
-	*bytes = q.bytes;
+	quota__usage(ar->quota, files, bytes);
 }
 
 void archive__stats(struct archive *ar, struct archive_stats *out)
@@ -98,6 +107,7 @@ void archive__stats(struct archive *ar, struct archive_stats *out)
 	out->evicted = __atomic_load_n(&s->evicted, __ATOMIC_RELAXED);
 	out->failed = __atomic_load_n(&s->failed, __ATOMIC_RELAXED);
 	out->deferred = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+	out->deferred_share = __atomic_load_n(&s->deferred_share, __ATOMIC_RELAXED);
 	out->store_deferred = __atomic_load_n(&s->store_deferred, __ATOMIC_RELAXED);
 	out->queued_over_max = __atomic_load_n(&s->queued_over_max, __ATOMIC_RELAXED);
 	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
@@ -158,6 +168,15 @@ static void lost_staged(struct archive *ar, const struct staged_rec *rec, int er
 		err == -ENOENT ? "removed by its owner after the move" : strerror(-err));
 }
 
+/* Bring the archive within its bounds, by the index: no listing. */
+static void enforce(struct archive *ar)
+{
+	uint64_t n = quota__enforce(ar->quota, ar->dir_fd, ar->cfg.dir, ar->cfg.max_bytes,
+				    ar->cfg.max_files_per_uid);
+
+	__atomic_fetch_add(&ar->stats.evicted, n, __ATOMIC_RELAXED);
+}
+
 /* Write the staged map @rec names into the archive, then drop it and its record. */
 static int store(struct archive *ar, const struct staged_rec *rec)
 {
@@ -167,7 +186,6 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 		.max_table_bytes = ar->cfg.max_table_bytes,
 	};
 	struct archive_file_res res;
-	struct quota_result q;
 	struct stat st;
 	int err;
 
@@ -207,9 +225,55 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 		pr_info("archive: %s/%s -> %s/%s (%lu entries -> %lu lines)", ar->cfg.map_dir,
 			rec->staged, ar->cfg.dir, res.name, res.entries, res.lines);
 	}
-	if (!quota__apply(ar->dir_fd, ar->cfg.dir, ar->cfg.max_bytes, &q))
-		__atomic_fetch_add(&ar->stats.evicted, q.evicted, __ATOMIC_RELAXED);
+	if (quota__add(ar->quota, res.name, res.cost, res.at, rec->uid))
+		pr_warn("archive: %s/%s is not counted in the quota: out of memory; counted from the next start",
+			ar->cfg.dir, res.name);
+	enforce(ar);
 	return 0;
+}
+
+/* ---- the queue, shared between uids (under the lock) ---- */
+
+static struct queued_uid *queued_of(struct archive *ar, uid_t uid)
+{
+	size_t i;
+
+	for (i = 0; i < ar->nuids; i++)
+		if (ar->uids[i].uid == uid)
+			return &ar->uids[i];
+	return NULL;
+}
+
+/* One more of @uid's in the queue; -ENOMEM with nothing changed. */
+static int queued_add(struct archive *ar, uid_t uid)
+{
+	struct queued_uid *q = queued_of(ar, uid), *nq;
+	size_t cap;
+
+	if (!q && ar->nuids == ar->uids_cap) {
+		cap = ar->uids_cap ? ar->uids_cap * 2 : 8;
+		nq = realloc(ar->uids, cap * sizeof(*nq));
+		if (!nq)
+			return -ENOMEM;
+		ar->uids = nq;
+		ar->uids_cap = cap;
+	}
+	if (!q) {
+		q = &ar->uids[ar->nuids++];
+		*q = (struct queued_uid){ .uid = uid };
+	}
+	q->n++;
+	ar->queued++;
+	return 0;
+}
+
+static void queued_del(struct archive *ar, uid_t uid)
+{
+	struct queued_uid *q = queued_of(ar, uid);
+
+	ar->queued--;
+	if (q && !--q->n)
+		*q = ar->uids[--ar->nuids];
 }
 
 /* Back at the head of the queue, after a pause: the other jobs need fds just as much. */
@@ -226,7 +290,9 @@ static void retry_later(struct archive *ar, struct archive_job *job)
 	ar->head = job;
 	if (ar->tail == &ar->head)
 		ar->tail = &job->next;
-	ar->queued++;
+	/* Its uid's entry went when the job was taken, if it was the last: no memory, no bound. */
+	if (queued_add(ar, job->rec.uid))
+		ar->queued++;
 	while (!ar->stop && pthread_cond_timedwait(&ar->cond, &ar->lock, &until) != ETIMEDOUT)
 		;
 }
@@ -237,6 +303,8 @@ static void *archiver_main(void *arg)
 	struct archive_job *job;
 	int err;
 
+	/* Over the bounds since the last start (lowered, or files the index did not count). */
+	enforce(ar);
 	pthread_mutex_lock(&ar->lock);
 	for (;;) {
 		while ((!ar->head || ar->paused) && !ar->stop)
@@ -247,7 +315,7 @@ static void *archiver_main(void *arg)
 		ar->head = job->next;
 		if (!ar->head)
 			ar->tail = &ar->head;
-		ar->queued--;
+		queued_del(ar, job->rec.uid);
 		ar->busy = true;
 		pthread_mutex_unlock(&ar->lock);
 
@@ -278,24 +346,44 @@ static void enqueue(struct archive *ar, const struct staged_rec *rec)
 	}
 	job->rec = *rec;
 	pthread_mutex_lock(&ar->lock);
+	if (queued_add(ar, rec->uid)) {
+		pthread_mutex_unlock(&ar->lock);
+		free(job);
+		count(&ar->stats.failed);
+		return;
+	}
 	*ar->tail = job;
 	ar->tail = &job->next;
-	ar->queued++;
 	pthread_cond_signal(&ar->cond);
 	pthread_mutex_unlock(&ar->lock);
 }
 
-/* Is the worker's queue full? Only the event loop adds: it can but shrink after. */
-static bool queue_full(struct archive *ar)
+/*
+ * Is the worker's queue, or @uid's share of it, full? Counted and said
+ * once per time. Only the event loop adds: either can but shrink after.
+ */
+static bool queue_full(struct archive *ar, uid_t uid)
 {
 	unsigned int max = ar->cfg.max_queue ? ar->cfg.max_queue : ARCHIVE_QUEUE_MAX;
-	bool full;
+	struct queued_uid *q;
+	bool full, share_full, say_share = false;
 
 	pthread_mutex_lock(&ar->lock);
 	full = ar->queued >= max;
 	if (!full)
 		ar->full_said = false;
+	q = queued_of(ar, uid);
+	share_full = q && q->n >= ARCHIVE_QUEUE_SHARE(max);
+	if (share_full && !q->full_said)
+		say_share = q->full_said = true;
 	pthread_mutex_unlock(&ar->lock);
+	if (share_full) {
+		count(&ar->stats.deferred_share);
+		if (say_share)
+			pr_warn("archive: %u maps of uid %u wait for the archiving thread, its share; its further maps stay at their paths and are tried again later (said once until none wait)",
+				ARCHIVE_QUEUE_SHARE(max), (unsigned int)uid);
+		return true;
+	}
 	if (full && !ar->full_said) {
 		ar->full_said = true;
 		pr_warn("archive: %u maps wait for the archiving thread; further maps stay at their paths and are tried again later",
@@ -352,6 +440,13 @@ static int open_dirs(struct archive *ar)
 	}
 	archive_dir__remove_temporaries(ar->dir_fd);
 	journal__for_each(ar->journal_fd, forget_finished, ar);
+	/* The one listing of the archive: from now on its index follows every change. */
+	ar->quota = quota__new();
+	err = ar->quota ? quota__load(ar->quota, ar->dir_fd) : -ENOMEM;
+	if (err) {
+		pr_err("archive %s: cannot index the archived maps: %s", ar->cfg.dir, strerror(-err));
+		return err;
+	}
 	return 0;
 }
 
@@ -369,6 +464,8 @@ struct archive *archive__open(const struct archive_config *cfg)
 	ar->cfg = *cfg;
 	if (!ar->cfg.max_table_bytes)
 		ar->cfg.max_table_bytes = ARCHIVE_TABLE_MAX_BYTES;
+	if (!ar->cfg.max_files_per_uid)
+		ar->cfg.max_files_per_uid = ARCHIVE_FILES_PER_UID;
 	ar->dir_fd = ar->journal_fd = -1;
 	ar->tail = &ar->head;
 	pthread_mutex_init(&ar->lock, NULL);
@@ -411,6 +508,8 @@ void archive__free(struct archive *ar)
 		next = job->next;
 		free(job);
 	}
+	quota__free(ar->quota);
+	free(ar->uids);
 	if (ar->journal_fd >= 0)
 		close(ar->journal_fd);
 	if (ar->dir_fd >= 0)
@@ -502,7 +601,7 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		err = -ESTALE;
 		goto close_fd;
 	}
-	if (why != ARCHIVE_DROP && queue_full(ar)) {
+	if (why != ARCHIVE_DROP && queue_full(ar, st.st_uid)) {
 		if (!squatted) {
 			count(&ar->stats.deferred);
 			err = -EAGAIN;

@@ -22,6 +22,10 @@
 
 /* Maps queued for the worker at most; a move beyond waits in place (-EAGAIN). */
 #define ARCHIVE_QUEUE_MAX 256
+/* One uid's maps queued at most, of max_queue: one user cannot fill it for all. */
+#define ARCHIVE_QUEUE_SHARE(max) ((max) / 4 ? (max) / 4 : 1)
+/* Archived maps per uid at most: past it, its oldest go (the directory's inodes, the index's memory). */
+#define ARCHIVE_FILES_PER_UID 16384
 /* The compaction's table at most; a map needing more is stored as it is. */
 #define ARCHIVE_TABLE_MAX_BYTES (64ull << 20)
 
@@ -31,7 +35,8 @@ struct archive_config {
 	const char *dir;              /* --archive-dir */
 	uint64_t max_bytes;           /* the quota: the largest user's oldest go first */
 	uint64_t max_map_bytes;       /* at most this much of a map is stored */
-	unsigned int max_queue;       /* 0: ARCHIVE_QUEUE_MAX */
+	unsigned int max_queue;       /* 0: ARCHIVE_QUEUE_MAX; a uid's share a quarter of it */
+	uint64_t max_files_per_uid;   /* 0: ARCHIVE_FILES_PER_UID */
 	uint64_t max_table_bytes;     /* 0: ARCHIVE_TABLE_MAX_BYTES */
 };
 
@@ -41,6 +46,7 @@ struct archive_stats {
 	uint64_t evicted;
 	uint64_t failed;              /* left staged in the map directory */
 	uint64_t deferred;            /* the queue was full: left at its path, tried again later */
+	uint64_t deferred_share;      /* of those, the uid's share of the queue was full */
 	uint64_t staged_refused;      /* named like a staged map, not one the agent made: left alone */
 	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
 	uint64_t store_deferred;      /* stores put off for want of fds or memory: tried again */
@@ -63,7 +69,7 @@ void archive__free(struct archive *ar);
  * the map directory, never under a writer (-EBUSY), then have it compacted
  * into the archive as perf-<pid>-<start>[-<reason>].map; ARCHIVE_DROP
  * deletes it instead. -EAGAIN, the map left in place, while the worker's
- * queue is full.
+ * queue, or its owner's share of it, is full.
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size);
@@ -87,6 +93,7 @@ void archive__flush(struct archive *ar);
 /* Hold the worker before its next map, or let it go on (tests: a queue that stays full). */
 void archive__pause(struct archive *ar, bool paused);
 
+/* What the archive holds, from the quota's index: no listing, any thread. */
 void archive__usage(struct archive *ar, uint64_t *files, uint64_t *bytes);
 void archive__stats(struct archive *ar, struct archive_stats *out);
 

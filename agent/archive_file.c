@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "archive_file.h"
+#include "archive_quota.h"
 #include "log.h"
 #include "perfmap_tools.h"
 
@@ -91,6 +92,7 @@ static int place(int dfd, const char *tmp, const char *name, struct archive_file
 int archive_file__write(const struct archive_file_req *rq, struct archive_file_res *res)
 {
 	char path[4096], *tmp;
+	struct stat st;
 	int fd, err;
 
 	memset(res, 0, sizeof(*res));
@@ -115,6 +117,14 @@ int archive_file__write(const struct archive_file_req *rq, struct archive_file_r
 		res->why = "cannot give it its owner's uid";
 		goto unlink_tmp;
 	}
+	/* The quota's index counts it from now on, as a listing would have found it. */
+	if (fstat(fd, &st)) {
+		err = -errno;
+		res->why = "cannot stat what was written";
+		goto unlink_tmp;
+	}
+	res->cost = quota__cost(&st);
+	res->at = st.st_mtim;
 	err = place(rq->dir_fd, tmp, rq->name, res);
 	if (err) {
 		res->why = "cannot link it to a free name";

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* A file the agent was writing when it stopped: removed at the next start. */
 #define ARCHIVE_TMP_PREFIX ".tmp."
@@ -30,6 +31,8 @@ struct archive_file_res {
 	char name[128];            /* the name it got */
 	unsigned long entries, lines;
 	const char *uncompacted;   /* why it was stored as it was, or NULL */
+	uint64_t cost;             /* what it takes on disk: max(size, blocks) */
+	struct timespec at;        /* its mtime: when the agent wrote it */
 	const char *why;           /* what failed, in words */
 };
 

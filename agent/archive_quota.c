@@ -1,8 +1,11 @@
 /*
  * The archive's quota: per-uid fair eviction by the agent's own archiving
- * time. A user who fills the archive with large maps, or with maps whose
- * mtime says 2035, loses their own oldest maps first: nothing a user
- * controls orders the eviction of another user's maps.
+ * time, over an index kept in memory. A user who fills the archive with
+ * large maps, with many one-line maps, or with maps whose mtime says 2035,
+ * loses their own oldest maps first: nothing a user controls orders the
+ * eviction of another user's maps. Every operation costs O(uids) at most,
+ * never O(files): the worker stores a map in the same time with 10 or 100k
+ * archived.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +19,20 @@
 #include "archive_quota.h"
 #include "log.h"
 
+/* One uid's files, oldest first: v[head .. head + n). */
+struct share {
+	uid_t uid;
+	uint64_t bytes;
+	struct archived_file *v;
+	size_t head, n, cap;
+};
+
+struct quota {
+	struct share *s;
+	size_t ns, cap;
+	uint64_t files, bytes;   /* atomic: status reads them while the worker changes them */
+};
+
 static int ts_cmp(const struct timespec *a, const struct timespec *b)
 {
 	if (a->tv_sec != b->tv_sec)
@@ -25,89 +42,139 @@ static int ts_cmp(const struct timespec *a, const struct timespec *b)
 	return 0;
 }
 
-/* By uid, then oldest first (the name breaks ties: the order is total). */
-static int by_uid_age(const void *x, const void *y)
+/* Oldest first (the name breaks ties: the order is total). */
+static int by_age(const void *x, const void *y)
 {
 	const struct archived_file *a = x, *b = y;
-	int c;
+	int c = ts_cmp(&a->at, &b->at);
 
-	if (a->uid != b->uid)
-		return a->uid < b->uid ? -1 : 1;
-	c = ts_cmp(&a->at, &b->at);
 	return c ? c : strcmp(a->name, b->name);
 }
 
-/* One uid's run of files in @v: [next, end), and the bytes still there. */
-struct share {
-	size_t next, end;
-	uint64_t bytes;
-};
-
-/* The uid holding the most bytes; ties go to the one whose next file is oldest. */
-static struct share *largest(struct share *s, size_t ns, const struct archived_file *v)
+uint64_t quota__cost(const struct stat *st)
 {
-	struct share *best = NULL;
+	uint64_t blocks = (uint64_t)st->st_blocks * 512;
+
+	return blocks > (uint64_t)st->st_size ? blocks : (uint64_t)st->st_size;
+}
+
+struct quota *quota__new(void)
+{
+	return calloc(1, sizeof(struct quota));
+}
+
+static void share_fini(struct share *sh)
+{
 	size_t i;
 
-	for (i = 0; i < ns; i++) {
-		if (s[i].next == s[i].end)
-			continue;
-		if (!best || s[i].bytes > best->bytes ||
-		    (s[i].bytes == best->bytes && ts_cmp(&v[s[i].next].at, &v[best->next].at) < 0))
-			best = &s[i];
-	}
-	return best;
+	for (i = sh->head; i < sh->head + sh->n; i++)
+		free(sh->v[i].name);
+	free(sh->v);
 }
 
-static size_t shares_of(const struct archived_file *v, size_t n, struct share *s)
+void quota__free(struct quota *q)
 {
-	size_t i, ns = 0;
+	size_t i;
 
-	for (i = 0; i < n; i++) {
-		if (!i || v[i].uid != v[i - 1].uid)
-			s[ns++] = (struct share){ .next = i, .end = i };
-		s[ns - 1].end = i + 1;
-		s[ns - 1].bytes += v[i].size;
-	}
-	return ns;
+	if (!q)
+		return;
+	for (i = 0; i < q->ns; i++)
+		share_fini(&q->s[i]);
+	free(q->s);
+	free(q);
 }
 
-size_t quota__plan(struct archived_file *v, size_t n, uint64_t max, size_t *out)
+static void totals_add(struct quota *q, int64_t files, int64_t bytes)
 {
-	struct share *s, *top;
-	uint64_t total = 0;
-	size_t i, ns, k = 0;
+	__atomic_fetch_add(&q->files, (uint64_t)files, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&q->bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
 
-	for (i = 0; i < n; i++)
-		total += v[i].size;
-	if (total <= max || !n)
+void quota__usage(const struct quota *q, uint64_t *files, uint64_t *bytes)
+{
+	*files = __atomic_load_n(&q->files, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&q->bytes, __ATOMIC_RELAXED);
+}
+
+static struct share *share_find(const struct quota *q, uid_t uid)
+{
+	size_t i;
+
+	for (i = 0; i < q->ns; i++)
+		if (q->s[i].uid == uid)
+			return &q->s[i];
+	return NULL;
+}
+
+/* @uid's share, made if it has none yet; NULL when out of memory. */
+static struct share *share_of(struct quota *q, uid_t uid)
+{
+	struct share *ns = share_find(q, uid);
+	size_t cap;
+
+	if (ns)
+		return ns;
+	if (q->ns == q->cap) {
+		cap = q->cap ? q->cap * 2 : 8;
+		ns = realloc(q->s, cap * sizeof(*ns));
+		if (!ns)
+			return NULL;
+		q->s = ns;
+		q->cap = cap;
+	}
+	q->s[q->ns] = (struct share){ .uid = uid };
+	return &q->s[q->ns++];
+}
+
+/* Room for one more at the end of @sh: the deleted head's room is taken back first. */
+static int share_reserve(struct share *sh)
+{
+	struct archived_file *nv;
+	size_t cap;
+
+	if (sh->head && sh->head + sh->n == sh->cap) {
+		memmove(sh->v, sh->v + sh->head, sh->n * sizeof(*sh->v));
+		sh->head = 0;
+	}
+	if (sh->head + sh->n < sh->cap)
 		return 0;
-	s = calloc(n, sizeof(*s));
-	if (!s)
-		return 0;
-	qsort(v, n, sizeof(*v), by_uid_age);
-	ns = shares_of(v, n, s);
-	while (total > max && (top = largest(s, ns, v))) {
-		out[k++] = top->next;
-		top->bytes -= v[top->next].size;
-		total -= v[top->next].size;
-		top->next++;
-	}
-	free(s);
-	return k;
+	cap = sh->cap ? sh->cap * 2 : 16;
+	nv = realloc(sh->v, cap * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	sh->v = nv;
+	sh->cap = cap;
+	return 0;
 }
 
-/* Every archived map in @dfd (regular files named perf-*). */
-static ssize_t list_archive(int dfd, struct archived_file **out)
+int quota__add(struct quota *q, const char *name, uint64_t cost, struct timespec at, uid_t uid)
 {
-	struct archived_file *v = NULL, *nv;
-	size_t n = 0, cap = 0;
+	struct share *sh = share_of(q, uid);
+	struct archived_file *f;
+
+	if (!sh || share_reserve(sh))
+		return -ENOMEM;
+	f = &sh->v[sh->head + sh->n];
+	f->name = strdup(name);
+	if (!f->name)
+		return -ENOMEM;
+	f->cost = cost;
+	f->at = at;
+	f->uid = uid;
+	sh->n++;
+	sh->bytes += cost;
+	totals_add(q, 1, (int64_t)cost);
+	return 0;
+}
+
+int quota__load(struct quota *q, int dfd)
+{
 	struct dirent *de;
 	struct stat st;
+	size_t i;
 	DIR *d;
-	int fd;
+	int fd, err = 0;
 
-	/* A description of its own: the status reader lists while the worker evicts. */
 	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
@@ -115,56 +182,92 @@ static ssize_t list_archive(int dfd, struct archived_file **out)
 			close(fd);
 		return -errno;
 	}
-	while ((de = readdir(d))) {
+	while (!err && (de = readdir(d))) {
 		if (strncmp(de->d_name, "perf-", 5) ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		v[n].size = (uint64_t)st.st_size;
-		v[n].at = st.st_mtim;
-		v[n].uid = st.st_uid;
-		n++;
+		err = quota__add(q, de->d_name, quota__cost(&st), st.st_mtim, st.st_uid);
 	}
 	closedir(d);
-	*out = v;
-	return (ssize_t)n;
+	/* Listed in the directory's order: each uid's oldest first from now on. */
+	for (i = 0; i < q->ns; i++)
+		qsort(q->s[i].v + q->s[i].head, q->s[i].n, sizeof(*q->s[i].v), by_age);
+	return err;
 }
 
-int quota__apply(int dfd, const char *dir, uint64_t max, struct quota_result *res)
+/* The uid holding the most bytes; ties go to the one whose oldest file is oldest. */
+static const struct share *largest(const struct quota *q)
 {
-	struct archived_file *v = NULL;
-	size_t *plan = NULL, k, i;
-	ssize_t n;
+	const struct share *best = NULL, *sh;
+	size_t i;
 
-	memset(res, 0, sizeof(*res));
-	n = list_archive(dfd, &v);
-	if (n < 0)
-		return (int)n;
-	for (i = 0; i < (size_t)n; i++)
-		res->bytes += v[i].size;
-	res->files = (uint64_t)n;
-	plan = max && res->bytes > max ? calloc((size_t)n, sizeof(*plan)) : NULL;
-	k = plan ? quota__plan(v, (size_t)n, max, plan) : 0;
-	for (i = 0; i < k; i++) {
-		const struct archived_file *f = &v[plan[i]];
-
-		if (unlinkat(dfd, f->name, 0))
+	for (i = 0; i < q->ns; i++) {
+		sh = &q->s[i];
+		if (!sh->n)
 			continue;
-		res->bytes -= f->size;
-		res->files--;
-		res->evicted++;
-		pr_info("archive: evicted %s/%s (%llu bytes, uid %u's oldest: that uid holds the most) to stay under %llu bytes",
-			dir, f->name, (unsigned long long)f->size, (unsigned int)f->uid,
-			(unsigned long long)max);
+		if (!best || sh->bytes > best->bytes ||
+		    (sh->bytes == best->bytes &&
+		     ts_cmp(&sh->v[sh->head].at, &best->v[best->head].at) < 0))
+			best = sh;
 	}
-	free(plan);
-	free(v);
-	return 0;
+	return best;
+}
+
+const struct archived_file *quota__victim(const struct quota *q, uint64_t max_bytes,
+					  uint64_t max_files)
+{
+	const struct share *sh;
+	size_t i;
+
+	for (i = 0; max_files && i < q->ns; i++)
+		if (q->s[i].n > max_files)
+			return &q->s[i].v[q->s[i].head];
+	if (!max_bytes || __atomic_load_n(&q->bytes, __ATOMIC_RELAXED) <= max_bytes)
+		return NULL;
+	sh = largest(q);
+	return sh ? &sh->v[sh->head] : NULL;
+}
+
+void quota__drop(struct quota *q, const struct archived_file *f)
+{
+	struct share *sh = share_find(q, f->uid);
+
+	/* @f is the head of its uid's share: quota__victim() says so. */
+	if (!sh || !sh->n || f != &sh->v[sh->head])
+		return;
+	free(sh->v[sh->head].name);
+	sh->bytes -= f->cost;
+	totals_add(q, -1, -(int64_t)f->cost);
+	sh->head++;
+	if (--sh->n)
+		return;
+	/* No files left: the share goes, so that uids come and go in bounded room. */
+	share_fini(sh);
+	*sh = q->s[--q->ns];
+}
+
+uint64_t quota__enforce(struct quota *q, int dfd, const char *dir, uint64_t max_bytes,
+			uint64_t max_files)
+{
+	const struct archived_file *f;
+	struct share *sh;
+	uint64_t evicted = 0;
+
+	while ((f = quota__victim(q, max_bytes, max_files))) {
+		sh = share_find(q, f->uid);
+		if (unlinkat(dfd, f->name, 0) && errno != ENOENT)
+			pr_warn("archive: cannot evict %s/%s: %s; no longer counted", dir, f->name,
+				strerror(errno));
+		else if (max_files && sh && sh->n > max_files)
+			pr_info("archive: evicted %s/%s (%llu bytes): uid %u has more than %llu archived maps, this is its oldest",
+				dir, f->name, (unsigned long long)f->cost, (unsigned int)f->uid,
+				(unsigned long long)max_files);
+		else
+			pr_info("archive: evicted %s/%s (%llu bytes, uid %u's oldest: that uid holds the most) to stay under %llu bytes",
+				dir, f->name, (unsigned long long)f->cost, (unsigned int)f->uid,
+				(unsigned long long)max_bytes);
+		quota__drop(q, f);
+		evicted++;
+	}
+	return evicted;
 }

@@ -136,6 +136,7 @@ static void report_archive(struct report *r, const struct status_sources *src)
 	u64(r, "archive_evicted", as.evicted);
 	u64(r, "archive_failed", as.failed);
 	u64(r, "archive_deferred", as.deferred);
+	u64(r, "archive_deferred_share", as.deferred_share);
 	u64(r, "archive_store_deferred", as.store_deferred);
 	u64(r, "archive_queued_over_max", as.queued_over_max);
 	u64(r, "archive_staged_refused", as.staged_refused);

@@ -108,6 +108,17 @@ static bool archived(pid_t pid)
 	return count_in(arch, prefix) == 1;
 }
 
+/* What the archived map of @pid (started at 7) costs the quota: its blocks, or its size if more. */
+static uint64_t cost_of(pid_t pid)
+{
+	char path[4096 + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/perf-%d-7.map", arch, (int)pid);
+	assert_int_equal(stat(path, &st), 0);
+	return quota__cost(&st);
+}
+
 static void test_moves_compacts_and_leaves_nothing_staged(void **state)
 {
 	struct archive_stats as;
@@ -185,35 +196,92 @@ static void test_a_writer_keeps_its_map(void **state)
 	assert_int_equal(archive__move(ar, 103, 1, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
 }
 
+/* Archive the map of @pid, @n entries written @age seconds ago, and wait for it. */
+static void archive_map(pid_t pid, int n, time_t age)
+{
+	struct stat st;
+
+	make_map(pid, n, age, &st);
+	assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+}
+
 static void test_quota_evicts_the_maps_archived_longest_ago(void **state)
 {
 	struct archive_stats as;
 	uint64_t files, bytes, one;
-	struct stat st;
 	pid_t pid;
 
 	(void)state;
-	/* Room for about three of these maps. */
-	make_map(1, 30, 0, &st);
-	one = st.st_size;
-	unlink(tu_map_path(maps, 1));
+	/* What one map costs, archived; then room for three and a half, from the next start. */
+	ar = open_archive(1 << 20);
+	archive_map(200, 30, 600);
+	one = cost_of(200);
+	archive__free(ar);
 	ar = open_archive(3 * one + one / 2);
-	for (pid = 200; pid < 206; pid++) {
-		/* Written 600, 500, ... 100 seconds ago, archived in that order. */
-		make_map(pid, 30, 600 - (pid - 200) * 100, &st);
-		assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
-		archive__flush(ar);
+	for (pid = 201; pid < 206; pid++) {
+		/* Written 500, 400, ... 100 seconds ago, archived in that order. */
+		archive_map(pid, 30, 600 - (pid - 200) * 100);
 	}
 	archive__usage(ar, &files, &bytes);
 	assert_int_equal(files, 3);
-	assert_true(bytes <= 3 * one + one / 2);
+	assert_int_equal(bytes, 3 * one);
 	for (pid = 200; pid < 203; pid++)
 		assert_false(archived(pid));
 	for (pid = 203; pid < 206; pid++)
 		assert_true(archived(pid));
 	archive__stats(ar, &as);
 	assert_int_equal(as.evicted, 3);
-	assert_int_equal(as.archived, 6);
+	assert_int_equal(as.archived, 5);
+}
+
+/* A map costs its blocks; the index counts without listing, and is loaded again at the next start. */
+static void test_usage_counts_blocks_from_the_index(void **state)
+{
+	char path[4096 + 64];
+	uint64_t files, bytes, one;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive_map(210, 1, 0);  /* one line: tens of bytes, a block on disk */
+	one = cost_of(210);
+	assert_true(one >= 512);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, one);
+	/* A file put there behind the agent's back: no listing sees it while the agent runs... */
+	snprintf(path, sizeof(path), "%s/perf-211-7.map", arch);
+	tu_write(path, "1000 10 f\n", 10);
+	archive_map(212, 1, 0);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 2);
+	/* ...the next start's does. */
+	archive__free(ar);
+	ar = open_archive(1 << 20);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 3);
+	assert_int_equal(bytes, one + cost_of(211) + cost_of(212));
+}
+
+/* Past its file bound, a uid loses its own oldest: a million one-line maps are not a million inodes. */
+static void test_a_uids_file_bound_evicts_its_oldest(void **state)
+{
+	struct archive_config cfg = config(1 << 30);
+	struct archive_stats as;
+	uint64_t files, bytes;
+	pid_t pid;
+
+	(void)state;
+	cfg.max_files_per_uid = 3;
+	ar = archive__open(&cfg);
+	for (pid = 220; pid < 225; pid++)
+		archive_map(pid, 2, 0);
+	assert_false(archived(220) || archived(221));
+	assert_true(archived(222) && archived(223) && archived(224));
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 3);
+	archive__stats(ar, &as);
+	assert_int_equal(as.evicted, 2);
 }
 
 /* Call archive__finish_staged() for every staged-looking name, as the start's scan does. */
@@ -400,18 +468,19 @@ static void test_the_queue_is_bounded_and_holds_no_fd(void **state)
 	int fds;
 
 	(void)state;
-	cfg.max_queue = 2;
+	cfg.max_queue = 8;  /* a uid's share: 2 */
 	ar = archive__open(&cfg);
 	archive__pause(ar, true);
 	fds = open_fds();
 	move_map(340, 4, 0);
 	move_map(341, 4, 0);
-	/* Full: not moved, the caller tries again later. */
+	/* The uid's share full: not moved, the caller tries again later. */
 	move_map(342, 4, -EAGAIN);
 	assert_int_equal(access(tu_map_path(maps, 342), F_OK), 0);
 	assert_int_equal(open_fds(), fds);
 	archive__stats(ar, &as);
 	assert_int_equal(as.deferred, 1);
+	assert_int_equal(as.deferred_share, 1);
 	archive__pause(ar, false);
 	archive__flush(ar);
 	move_map(342, 4, 0);
@@ -449,6 +518,53 @@ static void test_a_squatted_map_moves_while_written_and_past_a_full_queue(void *
 	archive__flush(ar);
 	assert_true(archived(360) && archived(362));
 	assert_false(archived(361));
+}
+
+/* A map of @pid's owned by @uid, moved; expect @expect. */
+static void move_map_of(pid_t pid, uid_t uid, int expect)
+{
+	struct stat st;
+
+	make_map(pid, 4, 0, &st);
+	assert_int_equal(chown(tu_map_path(maps, pid), uid, uid), 0);
+	assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX),
+			 expect);
+}
+
+/* One uid's maps fill its quarter of the queue, never the queue: another's still move. */
+static void test_one_uids_full_share_does_not_stop_anothers(void **state)
+{
+	struct archive_config cfg = config(1 << 20);
+	struct archive_stats as;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid()) {
+		skip();  /* files of other uids */
+		return;
+	}
+	cfg.max_queue = 8;
+	ar = archive__open(&cfg);
+	archive__pause(ar, true);
+	for (pid = 350; pid < 352; pid++)
+		move_map_of(pid, 65534, 0);
+	for (pid = 352; pid < 360; pid++)
+		move_map_of(pid, 65534, -EAGAIN);
+	/* uid 65534's flood left room: three other users' maps move, two each. */
+	for (pid = 360; pid < 366; pid++)
+		move_map_of(pid, 1000 + (pid - 360) / 2, 0);
+	/* Eight in all: the whole queue is full now, for a fifth user too. */
+	move_map_of(366, 1003, -EAGAIN);
+	archive__stats(ar, &as);
+	assert_int_equal(as.deferred, 9);
+	assert_int_equal(as.deferred_share, 8);
+	archive__pause(ar, false);
+	archive__flush(ar);
+	/* Its share free again: the flood's next maps move. */
+	move_map_of(352, 65534, 0);
+	archive__flush(ar);
+	assert_true(archived(350) && archived(352) && archived(360) && archived(365));
+	assert_false(archived(366));
 }
 
 static void test_a_map_too_large_to_compact_is_stored_as_it_is(void **state)
@@ -496,37 +612,77 @@ static void test_a_map_grown_past_the_bound_is_not_left_staged(void **state)
 	assert_true(st.st_size > 0 && st.st_size <= 256);
 }
 
-static void test_quota_plan_takes_from_the_largest_user_first(void **state)
+/* Take victims from @q within @max_bytes and @max_files, as the worker does; their names in @out. */
+static size_t plan(struct quota *q, uint64_t max_bytes, uint64_t max_files, char out[][32])
 {
-	struct archived_file v[] = {
+	const struct archived_file *f;
+	size_t n = 0;
+
+	while ((f = quota__victim(q, max_bytes, max_files))) {
+		snprintf(out[n++], 32, "%s", f->name);
+		quota__drop(q, f);
+	}
+	return n;
+}
+
+static struct quota *quota_of(const struct archived_file *v, size_t n)
+{
+	struct quota *q = quota__new();
+	size_t i;
+
+	assert_non_null(q);
+	for (i = 0; i < n; i++)
+		assert_int_equal(quota__add(q, v[i].name, v[i].cost, v[i].at, v[i].uid), 0);
+	return q;
+}
+
+static void test_quota_victims_come_from_the_largest_user_first(void **state)
+{
+	const struct archived_file v[] = {
+		{ "perf-3-1.map", 1 << 20, { 50, 0 }, 0 },
 		{ "perf-1-1.map", 132 << 20, { 100, 0 }, 1000 },
 		{ "perf-2-1.map", 132 << 20, { 101, 0 }, 1000 },
-		{ "perf-3-1.map", 1 << 20, { 50, 0 }, 0 },
 		{ "perf-4-1.map", 1 << 20, { 102, 0 }, 2000 },
 	};
-	struct archived_file one[] = {
-		{ "perf-6-1.map", 10, { 300, 0 }, 0 },
-		{ "perf-5-1.map", 10, { 200, 0 }, 0 },
+	const struct archived_file one[] = {
 		{ "perf-7-1.map", 10, { 100, 0 }, 0 },
+		{ "perf-5-1.map", 10, { 200, 0 }, 0 },
+		{ "perf-6-1.map", 10, { 300, 0 }, 0 },
 	};
-	size_t out[4], n;
+	char out[8][32];
+	uint64_t files, bytes;
+	struct quota *q;
+	size_t n;
 
 	(void)state;
 	/* uid 1000 holds the most: its oldest goes, though uid 0's map is older. */
-	n = quota__plan(v, 4, 256ull << 20, out);
+	q = quota_of(v, 4);
+	n = plan(q, 256ull << 20, 0, out);
 	assert_int_equal(n, 1);
-	assert_string_equal(v[out[0]].name, "perf-1-1.map");
-	/* Both of uid 1000's before anyone else's, once it still holds the most. */
-	n = quota__plan(v, 4, 3ull << 20, out);
-	assert_int_equal(n, 2);
-	assert_int_equal(v[out[0]].uid, 1000);
-	assert_int_equal(v[out[1]].uid, 1000);
+	assert_string_equal(out[0], "perf-1-1.map");
+	/* Then its other, before anyone else's, while it still holds the most. */
+	n = plan(q, 3ull << 20, 0, out);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0], "perf-2-1.map");
+	quota__usage(q, &files, &bytes);
+	assert_int_equal(files, 2);
+	assert_int_equal(bytes, 2 << 20);
+	quota__free(q);
 	/* One user: the oldest first. */
-	n = quota__plan(one, 3, 15, out);
+	q = quota_of(one, 3);
+	n = plan(q, 15, 0, out);
 	assert_int_equal(n, 2);
-	assert_string_equal(one[out[0]].name, "perf-7-1.map");
-	assert_string_equal(one[out[1]].name, "perf-5-1.map");
-	assert_int_equal(quota__plan(one, 3, 30, out), 0);
+	assert_string_equal(out[0], "perf-7-1.map");
+	assert_string_equal(out[1], "perf-5-1.map");
+	assert_int_equal(plan(q, 30, 0, out), 0);
+	quota__free(q);
+	/* A file bound: the uid past it loses its oldest, whatever the bytes. */
+	q = quota_of(v, 4);
+	n = plan(q, 0, 1, out);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0], "perf-1-1.map");
+	quota__free(q);
+	quota__free(NULL);
 }
 
 /* A map of @pid's owned by @uid, with an mtime in 2035. */
@@ -544,6 +700,7 @@ static void test_a_users_future_mtimes_evict_only_their_own(void **state)
 {
 	char path[4096 + 64];
 	struct stat st;
+	uint64_t one;
 	pid_t pid;
 
 	(void)state;
@@ -551,7 +708,16 @@ static void test_a_users_future_mtimes_evict_only_their_own(void **state)
 		skip();  /* files of another uid */
 		return;
 	}
-	ar = open_archive(2200);  /* two of these maps (1070 bytes each), not a third map more */
+	/* What one of these maps costs, archived; then room for two and a half, from the next start. */
+	ar = open_archive(1 << 20);
+	make_attackers_map(399, 65534, &st);
+	assert_int_equal(archive__move(ar, 399, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	one = cost_of(399);
+	snprintf(path, sizeof(path), "%s/perf-399-7.map", arch);
+	assert_int_equal(unlink(path), 0);
+	archive__free(ar);
+	ar = open_archive(2 * one + one / 2);
 	for (pid = 400; pid < 402; pid++) {
 		make_attackers_map(pid, 65534, &st);
 		assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino,
@@ -628,7 +794,10 @@ int main(void)
 		T(test_a_squatted_map_moves_while_written_and_past_a_full_queue),
 		T(test_a_map_too_large_to_compact_is_stored_as_it_is),
 		T(test_a_map_grown_past_the_bound_is_not_left_staged),
-		T(test_quota_plan_takes_from_the_largest_user_first),
+		T(test_quota_victims_come_from_the_largest_user_first),
+		T(test_usage_counts_blocks_from_the_index),
+		T(test_a_uids_file_bound_evicts_its_oldest),
+		T(test_one_uids_full_share_does_not_stop_anothers),
 		T(test_a_users_future_mtimes_evict_only_their_own),
 		T(test_a_temporary_file_left_by_a_crash_is_removed_at_the_start),
 		T(test_refuses_an_archive_others_can_write),

@@ -158,10 +158,15 @@ int archive_dir__make(const char *dir)
 		goto fail;
 	if (lstat(path, &st))
 		goto fail;
-	/* Others able to write here could plant links among the archives we delete. */
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		pr_err("archive %s: must be a directory owned by uid %u and writable by no one else",
-		       dir, (unsigned int)geteuid());
+	/*
+	 * Others able to write here could plant links among the archives we
+	 * delete. Able to search it, a user could reach the archived maps
+	 * chowned to them, write them past what the quota counts or link them
+	 * elsewhere, and read the names of everyone's: 077 clear, as the journal.
+	 */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		pr_err("archive %s: must be a directory owned by uid %u with no access for group or others (mode %03o; chmod 700 it)",
+		       dir, (unsigned int)geteuid(), (unsigned int)(st.st_mode & 0777));
 		return -EPERM;
 	}
 	return 0;

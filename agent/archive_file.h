@@ -38,7 +38,7 @@ struct archive_file_res {
 
 int archive_file__write(const struct archive_file_req *rq, struct archive_file_res *res);
 
-/* Create or check @dir: ours (the effective uid's), writable by no one else; 0 or -errno. */
+/* Create or check @dir: ours (the effective uid's), open to no one else (077 clear); 0 or -errno. */
 int archive_dir__make(const char *dir);
 /* Remove what archive_file__write() left half-written when the agent stopped. */
 void archive_dir__remove_temporaries(int dir_fd);

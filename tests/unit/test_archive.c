@@ -774,6 +774,16 @@ static void test_refuses_an_archive_others_can_write(void **state)
 	errno = 0;
 	assert_null(open_archive(1 << 20));
 	assert_int_equal(errno, EPERM);
+	/* Readable or searchable by others is refused too: users could reach the maps chowned to them. */
+	assert_int_equal(chmod(arch, 0755), 0);
+	errno = 0;
+	assert_null(open_archive(1 << 20));
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(chmod(arch, 0701), 0);
+	assert_null(open_archive(1 << 20));
+	assert_int_equal(chmod(arch, 0700), 0);
+	ar = open_archive(1 << 20);
+	assert_non_null(ar);
 }
 
 int main(void)

@@ -180,4 +180,20 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test
+.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test bench-parts
+
+# The retention list's tick and the archive's store and usage with many
+# entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.
+$(O)/bench/retention_bench: tests/bench/retention_bench.c agent/retention.c agent/pidmap.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -Iagent -o $@ $^
+
+$(O)/bench/archive_bench: tests/bench/archive_bench.c $(TEST_AGENT_archive) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 $(TEST_INCLUDES) -o $@ $^ -lpthread
+
+bench-parts: $(O)/bench/retention_bench $(O)/bench/archive_bench
+	$(O)/bench/retention_bench
+	@d=$$(mktemp -d /var/tmp/perfmapd-bench.XXXXXX) && \
+		for n in 0 20000 100000; do rm -rf "$$d/b"; $(O)/bench/archive_bench "$$d/b" $$n; done; \
+		rm -rf "$$d"

@@ -1,10 +1,7 @@
 /*
  * A microbenchmark of the archive's bookkeeping (issue 9, M1): what one
  * store and one status request's usage cost with N maps archived already.
- * Not a test:
- *   cc -O2 -D_GNU_SOURCE -Iperfmap/include -Iagent tests/bench/archive_bench.c \
- *      agent/archive*.c agent/clock.c agent/log.c build/libperfmap.a -lpthread
- *   ./a.out /var/tmp/DIR N
+ * Not a test: `make bench-parts`; or build/bench/archive_bench /var/tmp/DIR N
  */
 #include <fcntl.h>
 #include <stdint.h>

@@ -1,7 +1,6 @@
 /*
  * A microbenchmark of the retention list: the CPU one tick and one
- * wake-up cost with 100k exited maps waiting (issue 9, M3). Not a test:
- *   cc -O2 -Iagent tests/bench/retention_bench.c agent/retention.c agent/pidmap.c
+ * wake-up cost with 100k exited maps waiting (issue 9, M3). Not a test: `make bench-parts`
  */
 #include <stdio.h>
 #include <stdint.h>

@@ -526,6 +526,16 @@ void archive__free(struct archive *ar)
  * @drop) so that a crash after the rename leaves a staged map the next start
  * trusts. A file squatting the name (only by chance) costs another name.
  */
+
+/* A trap at @name is said once, wherever the agent meets it (log_first_time()). */
+static bool first_refusal(struct archive *ar, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(ar->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return true;
+	return log_first_time(st.st_dev, st.st_ino, name);
+}
 /*
  * Another uid's map at a new holder's path (archive__move_squatted()): renamed
  * without the lease, whoever holds it open (its writer is not the pid's
@@ -592,7 +602,8 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 	fd = perfmap__open_map_at(ar->cfg.map_dir_fd, name, O_RDONLY, &oopts, &st);
 	if (fd < 0) {
 		/* Out of fds or memory: the caller tries again later, and says so once. */
-		if (fd != -ENOENT && fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM)
+		if (fd != -ENOENT && fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM &&
+		    first_refusal(ar, name))
 			pr_warn("archive %s/%s: %s; left in place", ar->cfg.map_dir, name,
 				perfmap_open_strerror(fd));
 		return fd;

@@ -308,15 +308,23 @@ static void map_info_of(const struct stat *st, struct span born, struct map_info
 }
 
 /*
- * An open in the map directory failed: a refusal of what is at the path
- * (logged each time, it names a trap), or the system's error (out of fds, of
- * memory), which is the agent's state and not the file's.
+ * An open of @name in the map directory failed: a refusal of what is at the
+ * path (a trap: its identity goes with it, for the policy to say it once), or
+ * the system's error (out of fds, of memory), the agent's state, not the file's.
  */
-static void open_failed(struct copy_result *res, int err, const char *what)
+static void open_failed(struct copy_result *res, int err, const char *what, int dirfd,
+			const char *name)
 {
+	struct stat st;
+
 	res->refused = err == -ELOOP || err == -EINVAL || err == -EMLINK || err == -EPERM ||
 		       err == -EFBIG || err == -EAGAIN;
 	res->why = res->refused ? perfmap_open_strerror(err) : what;
+	if (!res->refused || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return;
+	res->trap_dev = st.st_dev;
+	res->trap_ino = st.st_ino;
+	snprintf(res->trap_name, sizeof(res->trap_name), "%s", name);
 }
 
 /* The parent's map, hardened, and still the file the policy judged. */
@@ -331,7 +339,7 @@ static int open_parent(int dirfd, const struct copy_req *rq, uint64_t max_bytes,
 	map_name(rq->parent, name, sizeof(name));
 	fd = perfmap__open_map_at(dirfd, name, O_RDONLY, &oopts, st);
 	if (fd < 0) {
-		open_failed(res, fd, "cannot be made: the parent's map cannot be opened");
+		open_failed(res, fd, "cannot be made: the parent's map cannot be opened", dirfd, name);
 		return fd;
 	}
 	if (st->st_dev != rq->parent_map->dev || st->st_ino != rq->parent_map->ino) {
@@ -532,7 +540,7 @@ int mapfile_append(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 	privs_override_end();
 	if (fd < 0) {
 		err = fd;
-		open_failed(res, fd, "cannot be opened");
+		open_failed(res, fd, "cannot be opened", dirfd, name);
 		goto leave_gate;
 	}
 	err = append_entries(pfd, &pst, rq, fd, res);

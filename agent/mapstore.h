@@ -70,6 +70,9 @@ struct copy_result {
 	uint64_t bytes;            /* written by the copy */
 	const char *why;           /* words for an error */
 	bool refused;              /* @why is the hardened open's refusal, whole */
+	/* What was refused, so that a trap is said once wherever the agent meets it (log_first_time()). */
+	uint64_t trap_dev, trap_ino;
+	char trap_name[32];
 };
 
 enum archive_reason {

@@ -130,6 +130,22 @@ static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struc
 }
 
 /*
+ * A trap at @pid's path (a symlink, a hard link, not a regular file): never
+ * a process's map and never movable, it is left in place and said once,
+ * wherever the agent meets it first (a scan, a fork, an exit, a copy).
+ */
+static void say_trap(const struct policy *p, const char *what, pid_t pid,
+		     const struct map_info *mi)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "perf-%d.map", (int)pid);
+	if (log_first_time(mi->dev, mi->ino, name))
+		pr_warn("%s %d: %s/%s %s; left in place", what, (int)pid, p->cfg.map_dir, name,
+			perfmap_open_strerror(mi->refused));
+}
+
+/*
  * The process (@pid, @start_ticks) ended at @at. Its map stays for the
  * retention, unless it was made after the end by someone else, or a later
  * process holds the pid by now (its map is that one's).
@@ -157,6 +173,11 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 		goto forget;
 	if (look(p, pid, latest(at), &mi))
 		goto forget;
+	/* A trap never was its map, and could never be moved: not retained. */
+	if (mi.refused) {
+		say_trap(p, "exit", pid, &mi);
+		goto forget;
+	}
 	if (span_before(at, mi.born) && !(pr && copied_here(pr, &mi))) {
 		pr_debug("exit %d: %s/perf-%d.map was made after the exit: not its map",
 			 (int)pid, p->cfg.map_dir, (int)pid);
@@ -227,6 +248,10 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
+	if (mi.refused) {
+		say_trap(p, what, pr->tgid, &mi);
+		return;
+	}
 	if (policy__squatted(pr, &mi, pr->start, kp)) {
 		move_squatted(p, pr, what, &mi);
 		return;

@@ -126,12 +126,22 @@ static bool same_fault(const struct copy_fault *f, int err, const char *why)
 	return f->err == err && (f->why == why || (f->why && why && !strcmp(f->why, why)));
 }
 
-/* A refusal names a trap at one path: said each time. Any other cause, once. */
+/*
+ * A refusal names a trap at one path: said once for that file, wherever the
+ * agent meets it (a scan, a copy, an exit). Any other cause, once until a
+ * copy works.
+ */
 static void say_copy_fault(struct policy *p, const struct proc *pr, const struct copy_result *res,
 			   int err)
 {
 	struct copy_fault *f = &p->copy_fault;
 
+	if (res->refused && res->trap_name[0] &&
+	    !log_first_time(res->trap_dev, res->trap_ino, res->trap_name)) {
+		pr_debug("copy %d -> %d: %s/%s %s (said before)", (int)pr->ppid, (int)pr->tgid,
+			 p->cfg.map_dir, res->trap_name, res->why ? res->why : "");
+		return;
+	}
 	if (!res->refused && same_fault(f, err, res->why)) {
 		f->quiet++;
 		p->stats.copies_failed_quiet++;

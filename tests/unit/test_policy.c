@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "perfmap.h"
 #include "log.h"
 #include "policy.h"
 #include "testutil.h"
@@ -158,6 +159,15 @@ static int fake_copy_append(void *ctx, const struct copy_req *rq, struct copy_re
 	F.appends++;
 	if (F.taken[rq->child])
 		return -ESRCH;
+	/* As mapfile.c: the hardened open refuses a trap, and names it. */
+	if (F.map[rq->child].mi.refused) {
+		res->refused = true;
+		res->why = perfmap_open_strerror(F.map[rq->child].mi.refused);
+		res->trap_dev = F.map[rq->child].mi.dev;
+		res->trap_ino = F.map[rq->child].mi.ino;
+		snprintf(res->trap_name, sizeof(res->trap_name), "perf-%d.map", (int)rq->child);
+		return F.map[rq->child].mi.refused;
+	}
 	if (F.append_eagain > 0) {
 		F.append_eagain--;
 		res->why = "ends in an unfinished line";
@@ -988,6 +998,39 @@ static void test_orphan_trap_is_left_and_warned_about_once(void **state)
 	assert_string_equal(s,
 		"perfmapd: warning: scan: /fake/perf-40.map has no process and has more than one hard link, refused; left in place\n"
 		"perfmapd: warning: scan: /fake/perf-41.map has no process and is a symlink, refused; left in place\n");
+	free(s);
+	tu_rmdir(dir);
+}
+
+/* A trap met by a scan, then at a fork's path, its copy and its exit: one warning in all. */
+static void test_a_trap_is_said_once_wherever_it_is_met(void **state)
+{
+	char *dir = tu_mkdtemp(), path[4096], *s;
+	size_t len;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(log_fd >= 0);
+	log_max_level = LOG_WARN;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, (struct span){ 2 * SEC, 2 * SEC }, ENTRIES_MAPPED);
+	put_map(44, 100, span_at(3 * SEC), ENTRIES_UNKNOWN);
+	F.map[44].mi.refused = -ELOOP;
+	map_found(44);
+	fork_at(44, 10, 5 * SEC, 1 * SEC);
+	exit_at(44, 5 * SEC, 6 * SEC);
+	log_max_level = LOG_ERROR;
+	close(log_fd);
+	log_fd = STDERR_FILENO;
+	assert_int_equal(stats()->copies_failed, 1);
+	assert_int_equal(policy__retained(P), 0);
+	assert_int_equal(F.archive_calls, 0);
+	s = tu_read(path, &len);
+	assert_non_null(s);
+	assert_string_equal(s,
+		"perfmapd: warning: scan: /fake/perf-44.map has no process and is a symlink, refused; left in place\n");
 	free(s);
 	tu_rmdir(dir);
 }
@@ -1918,6 +1961,7 @@ int main(void)
 		T(test_exited_maps_past_the_owners_cap_are_archived_at_once),
 		T(test_orphan_claimed_by_a_new_process_frees_its_owners_bound),
 		T(test_orphan_trap_is_left_and_warned_about_once),
+		T(test_a_trap_is_said_once_wherever_it_is_met),
 		T(test_squatted_map_goes_even_with_the_archive_full),
 		T(test_squatted_map_goes_even_while_open_for_writing),
 		T(test_squatted_map_past_the_orphan_bound_is_not_kept),

@@ -497,6 +497,29 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 		(int)pid, (unsigned long long)(p->cfg.retention_ns / 1000000000));
 }
 
+static void queue_orphan(struct policy *p, pid_t pid)
+{
+	if (p->orphan_len == ORPHAN_QUEUE) {
+		p->stats.orphan_checks_dropped++;
+		return;
+	}
+	p->orphan_q[(p->orphan_head + p->orphan_len++) % ORPHAN_QUEUE] = pid;
+}
+
+/* The oldest waiting orphans, ORPHAN_PER_TICK at most: the event loop's other work comes first. */
+static void weigh_orphans(struct policy *p, uint64_t now_ns)
+{
+	size_t n;
+	pid_t pid;
+
+	for (n = 0; n < ORPHAN_PER_TICK && p->orphan_len; n++) {
+		pid = p->orphan_q[p->orphan_head];
+		p->orphan_head = (p->orphan_head + 1) % ORPHAN_QUEUE;
+		p->orphan_len--;
+		on_map(p, pid, now_ns);
+	}
+}
+
 /* ---- timers ---- */
 
 /* An exited process's map the agent had no fd for: it stays, and is tried again. */
@@ -560,6 +583,7 @@ void policy__tick(struct policy *p, uint64_t now_ns)
 	const struct retention_cb cb = { .due = on_due, .gave_up = on_gave_up, .ctx = p };
 
 	policy__retry_copies(p, now_ns);
+	weigh_orphans(p, now_ns);
 	p->put_off_now = p->moved_now = false;
 	retention__expire(p->retained, now_ns, &cb);
 	/* The shortage is over when moves work and none had to be put off. */
@@ -639,7 +663,8 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 	struct map_info mi;
 
 	if (!pr) {
-		on_map(p, pid, now_ns);
+		(void)now_ns;  /* weighed at the tick, on its clock */
+		queue_orphan(p, pid);
 		return;
 	}
 	if ((pr->flags & PROC_FOREIGN_NS) || look(p, pid, 0, &mi) || copied_here(pr, &mi))

@@ -99,6 +99,7 @@ struct policy_stats {
 	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
 	uint64_t busy_deferred;        /* open for writing: not moved this time */
 	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
+	uint64_t orphan_checks_dropped; /* such maps made past ORPHAN_QUEUE waiting: left in place, unweighed */
 	uint64_t retained_over_limit;  /* exited maps past their owner's RETAINED_PER_UID: archived at once */
 	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
 	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */

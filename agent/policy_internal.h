@@ -27,6 +27,17 @@ struct copy_fault {
 	uint64_t quiet;   /* failures alike since the one said */
 };
 
+/*
+ * A map made at a pid no process holds is weighed at the next tick, at most
+ * ORPHAN_PER_TICK a tick: such a map waits for the retention anyway, and one
+ * made and deleted meanwhile (a storm of them) then costs the event loop an
+ * entry here, not a /proc read, a stat and a retention entry each. Past
+ * ORPHAN_QUEUE waiting, more are left where they are (counted): no runtime
+ * makes them, and a process that later takes the pid has its path claimed.
+ */
+#define ORPHAN_QUEUE 4096
+#define ORPHAN_PER_TICK 256
+
 struct policy {
 	struct policy_config cfg;
 	struct mapstore store;
@@ -39,6 +50,9 @@ struct policy {
 	struct copy_fault copy_fault;
 	uint64_t moves_put_off;  /* exited maps not moved for want of fds since the first said */
 	bool put_off_now, moved_now;  /* in this tick */
+	/* Maps that appeared at pids no process holds, weighed at the tick (policy__map_appeared()). */
+	pid_t orphan_q[ORPHAN_QUEUE];
+	size_t orphan_head, orphan_len;
 };
 
 /*

@@ -113,6 +113,7 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "too_large", s->too_large);
 	u64(r, "busy_deferred", s->busy_deferred);
 	u64(r, "orphans_over_limit", s->orphans_over_limit);
+	u64(r, "orphan_checks_dropped", s->orphan_checks_dropped);
 	u64(r, "orphan_traps", s->orphan_traps);
 	u64(r, "squatted_moved", s->squatted_moved);
 	u64(r, "squatted_left", s->squatted_left);

@@ -854,6 +854,7 @@ static void test_orphan_map_is_retained_unless_its_pid_lives(void **state)
 	put_map(40, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
 	F.alive[40] = true;   /* its fork event is still queued */
 	policy__map_appeared(P, 40, F.now);
+	tick(F.now);
 	assert_int_equal(policy__retained(P), 0);
 	F.alive[40] = false;
 	policy__event(P, &ev, F.now);
@@ -982,6 +983,7 @@ static void test_orphan_trap_is_left_and_warned_about_once(void **state)
 	map_found(40);
 	map_found(40);
 	policy__map_appeared(P, 40, F.now);
+	tick(F.now);
 	/* Another trap, at another pid. */
 	put_map(41, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
 	F.map[41].mi.refused = -ELOOP;
@@ -1033,6 +1035,36 @@ static void test_a_trap_is_said_once_wherever_it_is_met(void **state)
 		"perfmapd: warning: scan: /fake/perf-44.map has no process and is a symlink, refused; left in place\n");
 	free(s);
 	tu_rmdir(dir);
+}
+
+/*
+ * Maps made at pids nobody holds are weighed at the tick, a bounded number a
+ * tick: a storm of them made and deleted costs the event loop no look each.
+ */
+static void test_orphans_are_weighed_at_the_tick_in_bounded_batches(void **state)
+{
+	int looks;
+	int i;
+
+	(void)state;
+	/* 300 maps made (and deleted again) at pids nobody holds. */
+	looks = F.looks;
+	for (i = 0; i < 300; i++)
+		policy__map_appeared(P, 20 + i % 40, F.now);
+	assert_int_equal(F.looks, looks);
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.looks - looks, 256);
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.looks - looks, 300);
+	/* One that is there at the tick is retained, as one a listing finds. */
+	put_map(21, 100, SPAN_UNKNOWN, ENTRIES_UNKNOWN);
+	policy__map_appeared(P, 21, F.now);
+	tick(F.now + 100 * MS);
+	assert_int_equal(policy__retained(P), 1);
+	/* Past the queue's bound, more are left where they are, and counted. */
+	for (i = 0; i < 4096 + 10; i++)
+		policy__map_appeared(P, 20 + i % 40, F.now);
+	assert_int_equal(stats()->orphan_checks_dropped, 10);
 }
 
 /* ---- pid reuse ---- */
@@ -1962,6 +1994,7 @@ int main(void)
 		T(test_orphan_claimed_by_a_new_process_frees_its_owners_bound),
 		T(test_orphan_trap_is_left_and_warned_about_once),
 		T(test_a_trap_is_said_once_wherever_it_is_met),
+		T(test_orphans_are_weighed_at_the_tick_in_bounded_batches),
 		T(test_squatted_map_goes_even_with_the_archive_full),
 		T(test_squatted_map_goes_even_while_open_for_writing),
 		T(test_squatted_map_past_the_orphan_bound_is_not_kept),

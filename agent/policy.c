@@ -485,8 +485,11 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	 */
 	if (proctab_find(&p->procs, pid) || retention__find(p->retained, pid))
 		return;
-	/* Alive but not in the table yet: its fork event is still queued. */
-	if (p->store.ops->pid_held(p->store.ctx, pid, 0) || look(p, pid, 0, &mi))
+	/*
+	 * Gone (most of a storm's names are, by the tick: the cheap look first),
+	 * or alive but not in the table yet: its fork event is still queued.
+	 */
+	if (look(p, pid, 0, &mi) || p->store.ops->pid_held(p->store.ctx, pid, 0))
 		return;
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
 	if (orphan_left(p, pid, &mi))

@@ -15,7 +15,7 @@ so that the suite can check the attack really ran.
       symlink to SECRET and a regular file; swaps on after it exits.
   attack.py holders DIR N
       N processes that each write their map and exit at once.
-  attack.py relist DIR SECONDS OTHERS TRAP_PID
+  attack.py relist DIR SECONDS OTHERS TRAP_PID [RATE]
       OTHERS other files, a hard-linked perf-TRAP_PID.map, then creates and
       deletes perf-<pid>.map names of pids without a process (just below the
       last pid given out) for SECONDS.
@@ -174,7 +174,7 @@ def dead_pids(count):
     return out
 
 
-def cmd_relist(d, seconds, others, trap_pid):
+def cmd_relist(d, seconds, others, trap_pid, rate="0"):
     for i in range(int(others)):
         open(os.path.join(d, "other.%d" % i), "w").close()
     own = os.path.join(d, "attacker-own")
@@ -184,8 +184,14 @@ def cmd_relist(d, seconds, others, trap_pid):
     pids = [p for p in dead_pids(500) if p != int(trap_pid)]
     say("others", others)
     n = i = 0
-    end = time.monotonic() + float(seconds)
+    start = time.monotonic()
+    end = start + float(seconds)
+    rate = float(rate)  # names a second; 0: as fast as it goes
     while time.monotonic() < end:
+        if rate and n % 100 == 0:
+            ahead = start + n / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
         path = map_path(d, pids[i % len(pids)])
         i += 1
         try:

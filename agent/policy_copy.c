@@ -257,12 +257,14 @@ static bool goes_to_worker(struct policy *p, const struct proc *pr, uint64_t cos
 }
 
 /*
- * Send the copy, charged @cost, to the worker: -EINPROGRESS; 0 when the uid
- * has its share of the queue (refused, as over its budget); -EBUSY when the
- * whole queue is full, or -ENOMEM: nobody's fault, tried again (after_copy).
+ * Send the copy, charged @cost, to the worker: -EINPROGRESS; -EBUSY when the
+ * whole queue is full or the uid has its share of it, or -ENOMEM: tried again
+ * within the retry window (after_copy). A uid's share full is not a refusal:
+ * a JIT that forked dozens of children from a large map while no agent ran
+ * gets them all, a share at a time; the uid's byte budget is what refuses.
  */
 static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, enum copy_op op,
-		      uint64_t cost, uint64_t now_ns)
+		      uint64_t cost)
 {
 	int err;
 
@@ -271,15 +273,17 @@ static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 	err = p->store.ops->copy_defer(p->store.ctx, rq, op, ++p->tickets);
 	if (err) {
 		budget__settle(p->copy_budget, pr->uid, cost, 0);
-		if (err != -EAGAIN) {
-			p->stats.copies_queue_full++;
-			pr_info("copy %d -> %d: the copy queue is %s; tried again for %llu s",
-				(int)pr->ppid, (int)pr->tgid, err == -EBUSY ? "full" : "out of memory",
-				(unsigned long long)(COPY_RETRY_NS / 1000000000));
-			return err == -EBUSY ? -EBUSY : -ENOMEM;
+		p->stats.copies_queue_full++;
+		if (err == -EAGAIN) {
+			pr_debug("copy %d -> %d: uid %u has its share of the copy queue; tried again for %llu s",
+				 (int)pr->ppid, (int)pr->tgid, (unsigned int)pr->uid,
+				 (unsigned long long)(COPY_RETRY_NS / 1000000000));
+			return -EBUSY;
 		}
-		over_budget(p, pr, cost, "as many of its copies queued as it may have", now_ns);
-		return 0;
+		pr_info("copy %d -> %d: the copy queue is %s; tried again for %llu s",
+			(int)pr->ppid, (int)pr->tgid, err == -EBUSY ? "full" : "out of memory",
+			(unsigned long long)(COPY_RETRY_NS / 1000000000));
+		return err == -EBUSY ? -EBUSY : -ENOMEM;
 	}
 	p->stats.copies_deferred++;
 	pr->copy_ticket = p->tickets;
@@ -307,7 +311,7 @@ static int start_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 		return 0;
 	}
 	if (goes_to_worker(p, pr, cost, now_ns))
-		return defer_copy(p, pr, rq, op, cost, now_ns);
+		return defer_copy(p, pr, rq, op, cost);
 	rq->max_data = (can_defer(p) ? cost : rq->parent_map->size) + COPY_SLACK;
 	err = op == COPY_OP_CREATE ? p->store.ops->copy_create(p->store.ctx, rq, &res) :
 				     p->store.ops->copy_append(p->store.ctx, rq, &res);
@@ -321,7 +325,7 @@ static int start_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 		over_budget(p, pr, cost, "budget spent", now_ns);
 		return 0;
 	}
-	return defer_copy(p, pr, rq, op, cost, now_ns);
+	return defer_copy(p, pr, rq, op, cost);
 }
 
 /*

@@ -59,6 +59,24 @@ is_stopped() {
 	[ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = T ]
 }
 
+banner() {
+	say "################################################################"
+	say "$@"
+	say "################################################################"
+}
+
+# The suite cannot run here ($1 says why): it fails, unless PERFMAPD_SKIP_BPF=1
+# asks for a loud SKIPPED banner instead. $SUITE names the suite.
+skip_or_fail() {
+	if [ "${PERFMAPD_SKIP_BPF:-}" = 1 ]; then
+		banner "SKIPPED: $SUITE: $1 (PERFMAPD_SKIP_BPF=1)"
+		exit 0
+	fi
+	say "FAIL: $SUITE cannot run: $1"
+	say "      (run as root on a kernel with BPF, or set PERFMAPD_SKIP_BPF=1 to skip)"
+	exit 1
+}
+
 # start_agent LOG ARGS...: perfmapd in the background, ready when it logs "tracking".
 start_agent() {
 	AGENT_LOG=$1

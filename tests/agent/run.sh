@@ -35,21 +35,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-banner() {
-	say "################################################################"
-	say "$@"
-	say "################################################################"
-}
-
-skip_or_fail() {
-	if [ "${PERFMAPD_SKIP_BPF:-}" = 1 ]; then
-		banner "SKIPPED: perfmapd integration tests: $1 (PERFMAPD_SKIP_BPF=1)"
-		exit 0
-	fi
-	say "FAIL: perfmapd integration tests cannot run: $1"
-	say "      (run as root on a kernel with BPF, or set PERFMAPD_SKIP_BPF=1 to skip)"
-	exit 1
-}
+SUITE="perfmapd integration tests"  # what skip_or_fail() (lib.sh) names
 
 # BPF's absence may be skipped; any other start-up failure is a failure.
 preflight() {

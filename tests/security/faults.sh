@@ -46,21 +46,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-banner() {
-	say "################################################################"
-	say "$@"
-	say "################################################################"
-}
-
-skip_or_fail() {
-	if [ "${PERFMAPD_SKIP_BPF:-}" = 1 ]; then
-		banner "SKIPPED: perfmapd fault tests: $1 (PERFMAPD_SKIP_BPF=1)"
-		exit 0
-	fi
-	say "FAIL: perfmapd fault tests cannot run: $1"
-	say "      (run as root on a kernel with BPF, or set PERFMAPD_SKIP_BPF=1 to skip)"
-	exit 1
-}
+SUITE="perfmapd fault tests"  # what skip_or_fail() (lib.sh) names
 
 # agent DIR ARCHIVE LOG ARGS...: the agent on private directories.
 agent() {

@@ -54,21 +54,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-banner() {
-	say "################################################################"
-	say "$@"
-	say "################################################################"
-}
-
-skip_or_fail() {
-	if [ "${PERFMAPD_SKIP_BPF:-}" = 1 ]; then
-		banner "SKIPPED: perfmapd adversarial suite: $1 (PERFMAPD_SKIP_BPF=1)"
-		exit 0
-	fi
-	say "FAIL: perfmapd adversarial suite cannot run: $1"
-	say "      (run as root on a kernel with BPF, or set PERFMAPD_SKIP_BPF=1 to skip)"
-	exit 1
-}
+SUITE="perfmapd adversarial suite"  # what skip_or_fail() (lib.sh) names
 
 preflight() {
 	local log=$WORK/preflight.log

@@ -162,14 +162,15 @@ victim_check() {
 	[ "${2:-}" = nolat ] && return
 	control_p99
 	# The agent's part, fork to link by its own clocks (its "created" lines):
-	# what the agent controls, 5 ms at p99; on a host where a mere busy loop
-	# already gives a child more (the control), within that.
+	# what the agent controls, 5 ms at p99; on a loaded host, where a mere busy
+	# loop already gives a child more than 2.5 ms (the control), twice that:
+	# the agent waits for a CPU as any process does.
 	LC_ALL=C grep "copy $VICTIM_PID -> [0-9]* .* created with" "$AGENT_LOG" |
 		sed -n 's/.*; \([0-9.]*\) ms after the fork.*/\1/p' | sort -n >"$VICTIM_OUT.agent"
 	n=$(wc -l <"$VICTIM_OUT.agent")
 	ap99=$(awk -v n="$n" 'NR == int((n * 99 + 99) / 100) { print; exit }' "$VICTIM_OUT.agent")
-	bound=$(awk -v m="${3:-$LAT_MAX_US}" -v c="$CONTROL_P99" 'BEGIN { printf "%d", (c > m ? c : m) }')
-	check "$1: the agent's fork-to-link p99 ${ap99:-?} ms < $bound us (${3:-$LAT_MAX_US} us, or the control's $CONTROL_P99 us; $n copies)" \
+	bound=$(awk -v m="${3:-$LAT_MAX_US}" -v c="$CONTROL_P99" 'BEGIN { printf "%d", (2 * c > m ? 2 * c : m) }')
+	check "$1: the agent's fork-to-link p99 ${ap99:-?} ms < $bound us (${3:-$LAT_MAX_US} us, or twice the control's $CONTROL_P99 us; $n copies)" \
 		awk -v p="${ap99:-1e9}" -v n="$n" -v want="$VICTIM_N" -v m="$bound" \
 			'BEGIN { exit !(n >= want * 9 / 10 && p * 1000 < m) }'
 	# What the child sees also holds the host's scheduling: two vCPUs, one of

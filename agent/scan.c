@@ -86,7 +86,8 @@ int scan_procs(const struct scan_env *env)
 	policy__sweep(env->policy, !err, clock_boot_ns());
 	if (err)
 		goto free_found;
-	qsort(f.v, f.n, sizeof(*f.v), by_start);
+	if (f.n)  /* qsort() wants an array, even of none */
+		qsort(f.v, f.n, sizeof(*f.v), by_start);
 	for (i = 0; i < f.n; i++) {
 		found_event(env, &f.v[i], &ev);
 		policy__event(env->policy, &ev, clock_boot_ns());

@@ -150,6 +150,7 @@ $(LOADGEN): tests/bench/loadgen.c
 bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	$(BENCH_BIN)
 	bash tests/bench/agent.sh $(O)
+	@$(MAKE) --no-print-directory bench-parts
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 

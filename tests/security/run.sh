@@ -141,7 +141,8 @@ no_leak() { ! find "$d" -user 65534 -type f -exec grep -l "$1" {} + 2>/dev/null 
 
 # A root JIT that forks N children one at a time, GAP ms apart, each waiting
 # for its copy: victim_start runs it in the background while an attack runs,
-# victim_check judges (the latency bound too, unless told "nolat").
+# victim_check judges (the latency bound too, unless told "nolat"; a third
+# argument is the agent's own bound in us, 10 ms by default).
 victim_start() {
 	VICTIM_N=$1
 	VICTIM_OUT=$S/victim.$RANDOM.out
@@ -169,8 +170,8 @@ victim_check() {
 		sed -n 's/.*; \([0-9.]*\) ms after the fork.*/\1/p' | sort -n >"$VICTIM_OUT.agent"
 	n=$(wc -l <"$VICTIM_OUT.agent")
 	ap99=$(awk -v n="$n" 'NR == int((n * 99 + 99) / 100) { print; exit }' "$VICTIM_OUT.agent")
-	bound=$(awk -v m="$LAT_MAX_US" -v c="$CONTROL_P99" 'BEGIN { printf "%d", (3 * c > m ? 3 * c : m) }')
-	check "$1: the agent's fork-to-link p99 ${ap99:-?} ms < $bound us (10 ms, or three times the control's $CONTROL_P99 us; $n copies)" \
+	bound=$(awk -v m="${3:-$LAT_MAX_US}" -v c="$CONTROL_P99" 'BEGIN { printf "%d", (3 * c > m ? 3 * c : m) }')
+	check "$1: the agent's fork-to-link p99 ${ap99:-?} ms < $bound us ($((${3:-$LAT_MAX_US} / 1000)) ms, or three times the control's $CONTROL_P99 us; $n copies)" \
 		awk -v p="${ap99:-1e9}" -v n="$n" -v want="$VICTIM_N" -v m="$bound" \
 			'BEGIN { exit !(n >= want * 9 / 10 && p * 1000 < m) }'
 	# What each child sees also holds the host's scheduling (two vCPUs, one of
@@ -585,11 +586,11 @@ test_relist() {
 	wait "$attacker"
 	c1=$(cpu_ticks)
 	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-	# 4.6 to 8.2 ms here at p99: not the agent's work (2% of a core at this
-	# rate, by perf) nor the directory (an O_TMPFILE and linkat() in it take
-	# 0.14 ms at p99 during the storm), but waiting for a CPU beside the
-	# attacker's and the victim's (docs/security.md, 6).
-	victim_check relist
+	# 4.6 to 8.3 ms here at p99 (11 ms with two busy loops beside): not the
+	# agent's work (2% of a core at this rate, by perf) nor the directory (an
+	# O_TMPFILE and linkat() in it take 0.14 ms at p99 during the storm);
+	# docs/security.md, 6. Bound at 15 ms; before issue 9, 16 to 44 ms.
+	victim_check relist lat 15000
 	churn=$(awk '$1 == "churn" { print $2 }' "$out")
 	check "relist: the storm ran (${churn:-0} names created and deleted)" test "${churn:-0}" -ge 1000
 	pct=$(( (c1 - c0) * 1000 * 100 / $(getconf CLK_TCK) / (ms > 0 ? ms : 1) ))

@@ -77,6 +77,38 @@ skip_or_fail() {
 	exit 1
 }
 
+# pick_scenarios SCRIPT [NAME...]: WANT, the scenarios named (SCRIPT's test_*
+# functions), or all of them in the order SCRIPT defines them.
+pick_scenarios() {
+	local script=$1 all t
+	shift
+	all=$(grep -o '^test_[a-z0-9_]*()' "$script" | sed 's/^test_//; s/()$//')
+	WANT=${*:-$all}
+	for t in $WANT; do
+		declare -F "test_$t" >/dev/null || { say "FAIL: no scenario '$t'; there are: $(echo $all)"; exit 1; }
+	done
+}
+
+# run_scenarios WHAT: each scenario of WANT, then the suite's scenario_done
+# NAME (its own cleanup); one that asserted nothing fails. Then the counts.
+run_scenarios() {
+	local t
+	for t in $WANT; do
+		say "== $t"
+		SCENARIO=$t
+		SCENARIO_CHECKS=0
+		"test_$t"
+		scenario_done "$t"
+		[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
+	done
+	SCENARIO=
+	if [ $SKIPS -gt 0 ]; then
+		banner "SKIPPED: $SKIPS check(s) or scenario(s) could not run here:" "$(printf '  %s\n' "${SKIPPED[@]}")"
+	fi
+	say "$1: $PASSES passed, $FAILS failed, $SKIPS skipped"
+	[ $FAILS -eq 0 ]
+}
+
 # start_agent LOG ARGS...: perfmapd in the background, ready when it logs "tracking".
 start_agent() {
 	AGENT_LOG=$1

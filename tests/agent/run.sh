@@ -891,29 +891,14 @@ test_privileges() {
 
 # ---- running them ----
 
-# Scenarios in the order defined here.
-ALL=$(grep -o '^test_[a-z0-9_]*()' "$0" | sed 's/^test_//; s/()$//')
-WANT=${*:-$ALL}
-for t in $WANT; do
-	declare -F "test_$t" >/dev/null || { say "FAIL: no scenario '$t'; there are: $(echo $ALL)"; exit 1; }
-done
+scenario_done() {
+	cleanup_agent
+	sanitizer_check
+}
+
+pick_scenarios "$0" "$@"
 # The unprivileged scenarios run the JIT as nobody: from a place nobody can read.
 JITBIN=$WORK/bin/forkjit
 mkdir -p "$WORK/bin" && cp "$FORKJIT" "$JITBIN" && chmod 755 "$WORK/bin" "$JITBIN" && chmod 711 "$WORK"
-
 preflight
-for t in $WANT; do
-	say "== $t"
-	SCENARIO=$t
-	SCENARIO_CHECKS=0
-	"test_$t"
-	cleanup_agent
-	sanitizer_check
-	[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
-done
-SCENARIO=
-if [ $SKIPS -gt 0 ]; then
-	banner "SKIPPED: $SKIPS check(s) or scenario(s) could not run here:" "$(printf '  %s\n' "${SKIPPED[@]}")"
-fi
-say "agent tests: $PASSES passed, $FAILS failed, $SKIPS skipped"
-[ $FAILS -eq 0 ]
+run_scenarios "agent tests"

@@ -478,25 +478,13 @@ test_load() {
 
 # ---- running them ----
 
-ALL=$(grep -o '^test_[a-z0-9_]*()' "$0" | sed 's/^test_//; s/()$//')
-WANT=${*:-$ALL}
-for t in $WANT; do
-	declare -F "test_$t" >/dev/null || { say "FAIL: no scenario '$t'; there are: $(echo $ALL)"; exit 1; }
-done
-preflight
-for t in $WANT; do
-	say "== $t"
-	SCENARIO=$t
-	SCENARIO_CHECKS=0
-	RUN=$WORK/r
-	"test_$t"
+scenario_done() {
 	watch_stop
 	cleanup_agent
-	[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
-done
-SCENARIO=
-if [ $SKIPS -gt 0 ]; then
-	banner "SKIPPED: $SKIPS check(s) or scenario(s) could not run here:" "$(printf '  %s\n' "${SKIPPED[@]}")"
-fi
-say "fault tests: $PASSES passed, $FAILS failed, $SKIPS skipped"
-[ $FAILS -eq 0 ]
+	RUN=$WORK/r
+}
+
+pick_scenarios "$0" "$@"
+RUN=$WORK/r
+preflight
+run_scenarios "fault tests"

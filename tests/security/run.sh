@@ -634,29 +634,17 @@ test_status_socket() {
 
 # ---- running them ----
 
-ALL=$(grep -o '^test_[a-z0-9_]*()' "$0" | sed 's/^test_//; s/()$//')
-WANT=${*:-$ALL}
-for t in $WANT; do
-	declare -F "test_$t" >/dev/null || { say "FAIL: no scenario '$t'; there are: $(echo $ALL)"; exit 1; }
-done
+scenario_done() {
+	cleanup_agent
+	kill_attackers
+	say "   ($1: $((SECONDS - SCENARIO_T0)) s)"
+	SCENARIO_T0=$SECONDS
+}
+
+pick_scenarios "$0" "$@"
 chmod 711 "$WORK"
 mkdir -m 755 "$BIN"
 cp "$HERE/attack.py" "$BUILD/perfmapctl" "$BIN/" && chmod 755 "$BIN"/*
 preflight
-for t in $WANT; do
-	say "== $t"
-	SCENARIO=$t
-	SCENARIO_CHECKS=0
-	t0=$SECONDS
-	"test_$t"
-	cleanup_agent
-	kill_attackers
-	[ "$SCENARIO_CHECKS" -gt 0 ] || fail "$t: the scenario asserted nothing"
-	say "   ($t: $((SECONDS - t0)) s)"
-done
-SCENARIO=
-if [ $SKIPS -gt 0 ]; then
-	banner "SKIPPED: $SKIPS check(s) or scenario(s) could not run here:" "$(printf '  %s\n' "${SKIPPED[@]}")"
-fi
-say "security tests: $PASSES passed, $FAILS failed, $SKIPS skipped"
-[ $FAILS -eq 0 ]
+SCENARIO_T0=$SECONDS
+run_scenarios "security tests"

@@ -73,10 +73,11 @@ static void count(uint64_t *counter)
 }
 
 static void archive_name(pid_t pid, uint64_t start_ticks, enum archive_reason why,
-			 char *buf, size_t len)
+			 const char *tag, char *buf, size_t len)
 {
 	/* Milliseconds since boot tell apart the maps one pid leaves. */
 	unsigned long long ms = clock_boot_ns() / 1000000;
+	size_t n;
 
 	switch (why) {
 	case ARCHIVE_EXEC:
@@ -91,6 +92,13 @@ static void archive_name(pid_t pid, uint64_t start_ticks, enum archive_reason wh
 			snprintf(buf, len, "perf-%d-%llu.map", (int)pid, (unsigned long long)start_ticks);
 		else
 			snprintf(buf, len, "perf-%d-exited%llu.map", (int)pid, ms);
+	}
+	/* The container beside the pid: "perf-<pid>-<start>-c<12 hex>.map". */
+	n = strlen(buf);
+	if (tag && *tag && n > 4 && n + strlen(tag) + 1 < len) {
+		buf[n - 4] = '-';
+		strcpy(buf + n - 3, tag);
+		strcat(buf, ".map");
 	}
 }
 
@@ -588,7 +596,7 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 }
 
 static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		dev_t dev, ino_t ino, uint64_t size, bool squatted)
+		dev_t dev, ino_t ino, uint64_t size, bool squatted, const char *tag)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
@@ -620,7 +628,7 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		}
 		over = true;
 	}
-	archive_name(pid, start_ticks, why, rec.name, sizeof(rec.name));
+	archive_name(pid, start_ticks, why, tag, rec.name, sizeof(rec.name));
 	rec.dev = st.st_dev;
 	rec.ino = st.st_ino;
 	rec.uid = st.st_uid;
@@ -667,12 +675,19 @@ close_fd:
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size)
 {
-	return move(ar, pid, start_ticks, why, dev, ino, size, false);
+	return move(ar, pid, start_ticks, why, dev, ino, size, false, NULL);
+}
+
+int archive__move_tagged(struct archive *ar, pid_t pid, uint64_t start_ticks,
+			 enum archive_reason why, dev_t dev, ino_t ino, uint64_t size,
+			 const char *tag)
+{
+	return move(ar, pid, start_ticks, why, dev, ino, size, false, tag);
 }
 
 int archive__move_squatted(struct archive *ar, pid_t pid, dev_t dev, ino_t ino)
 {
-	return move(ar, pid, 0, ARCHIVE_STALE, dev, ino, UINT64_MAX, true);
+	return move(ar, pid, 0, ARCHIVE_STALE, dev, ino, UINT64_MAX, true, NULL);
 }
 
 /* Not a staged map of the agent's: logged (once per start: later listings skip such names), counted. */

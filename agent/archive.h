@@ -73,6 +73,10 @@ void archive__free(struct archive *ar);
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size);
+/* archive__move() with @tag (a container's, "c<12 hex>") in the archived name, after the pid. */
+int archive__move_tagged(struct archive *ar, pid_t pid, uint64_t start_ticks,
+			 enum archive_reason why, dev_t dev, ino_t ino, uint64_t size,
+			 const char *tag);
 /*
  * The map at @pid's path, (@dev, @ino), is another uid's, and a new process
  * holds the pid: it is never that process's map, and never kept for it.

@@ -13,6 +13,7 @@
 #include "events.h"
 #include "instance.h"
 #include "mapwatch.h"
+#include "mirror.h"
 #include "policy.h"
 #include "scan.h"
 #include "store.h"
@@ -21,6 +22,8 @@ struct daemon_config {
 	const char *map_dir;          /* where runtimes write perf-<pid>.map */
 	const char *archive_dir;      /* compacted maps of exited processes */
 	const char *run_dir;          /* lock and status socket */
+	const char *ns_map_dir;       /* where processes in other namespaces write, as they see it */
+	bool no_mirrors;              /* leave those alone */
 	gid_t status_gid;             /* may read the status besides root; STATUS_NO_GROUP */
 	uint64_t retention_s;         /* how long an exited process's map stays */
 	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
@@ -39,6 +42,7 @@ struct daemon {
 	struct archive *ar;
 	struct mapwatch *mw;
 	struct events *events;
+	struct mirrors *mirrors;      /* NULL: --no-mirrors or --dry-run */
 	struct store *store;
 	struct policy *policy;
 	uint64_t self_mnt_ns, self_pid_ns;

@@ -32,6 +32,8 @@ int evrecord__decode(const void *data, size_t len, const struct evrecord_ctx *ct
 	pe->at = span_at(e.ts_ns);
 	pe->uid = e.uid;
 	pe->gid = e.gid;
+	pe->ns_pid = e.ns_tgid < EVRECORD_PID_MAX ? (pid_t)e.ns_tgid : 0;
+	pe->mnt_ns = e.mnt_ns;
 	log_escape(pe->comm, sizeof(pe->comm), e.comm, sizeof(e.comm), LOG_ESC_REVERSIBLE);
 	*rec = e;
 	return 0;

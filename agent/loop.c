@@ -38,7 +38,8 @@ static int loop_add(int epfd, int fd, uint32_t id)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
-enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES };
+enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES,
+       SRC_MIRRORS };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -88,6 +89,8 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, mapwatch__fd(d->mw), SRC_INOTIFY);
 	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
 	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
+	if (d->mirrors)
+		err = err ?: loop_add(l->epfd, mirrors__fd(d->mirrors), SRC_MIRRORS);
 	return err;
 }
 
@@ -198,6 +201,8 @@ static void on_tick(struct daemon *d, struct loop *l)
 	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
 		watch_status(d, l, true);
 	policy__tick(d->policy, clock_boot_ns());
+	if (d->mirrors)
+		mirrors__poll(d->mirrors, clock_boot_ns());
 	/* Lines held back by the flood bound are summed up within a second or so. */
 	log_flush(false);
 }
@@ -239,6 +244,7 @@ static void on_status(struct daemon *d, struct loop *l)
 		.started_ns = d->started_ns, .resyncs = d->resyncs, .rescans = d->rescans,
 		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
 		.events = d->events, .mw = d->mw, .ar = d->ar,
+		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
 	};
 	unsigned int max = instance__budget(d->inst, clock_mono_ns());
 	char text[8192];
@@ -287,6 +293,7 @@ int daemon__run(struct daemon *d)
 			case SRC_INOTIFY: catch_up(d); break;
 			case SRC_STATUS: on_status(d, &l); break;
 			case SRC_COPIES: store__drain_copies(d->store, daemon__on_copy_done, d); break;
+			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
 			}
 		}
 		arm_retry(d, &l);

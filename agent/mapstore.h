@@ -104,6 +104,24 @@ static inline const char *archive_reason_str(enum archive_reason why)
  */
 #define ARCHIVE_F_SQUATTED (1u << 2)
 
+/* A process in another mount or pid namespace (mirror.c). */
+struct ns_req {
+	pid_t pid;                 /* as the host sees it */
+	pid_t ns_pid;              /* as its own pid namespace does: its map's name there */
+	uint64_t start_ticks;
+	uid_t uid;
+	gid_t gid;
+	uint64_t mnt_ns;           /* its mount namespace: refusals of its directory are said once */
+	const char *comm;          /* escaped */
+};
+
+/* Where such a process's map is. */
+enum ns_place {
+	NS_OURS,                   /* <map dir>/perf-<pid>.map itself: handled as a host process */
+	NS_MIRRORED,               /* elsewhere, mirrored there from now on (or once it appears) */
+	NS_REFUSED,                /* not mirrored: refused, over a bound, or ambiguous; counted, said */
+};
+
 struct mapstore_ops {
 	/*
 	 * The map at @pid's path: 0, or -ENOENT when there is none, or when the
@@ -158,6 +176,27 @@ struct mapstore_ops {
 	 */
 	int (*archive)(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		       const struct map_info *expect, unsigned int flags);
+
+	/* ---- processes in other namespaces; NULL: the store has no mirrors ---- */
+
+	/* Where @rq's map is; from NS_MIRRORED on, it is mirrored. 0 or -errno (-ESRCH: gone). */
+	int (*ns_attach)(void *ctx, const struct ns_req *rq, enum ns_place *place);
+	/* Bring @pid's mirror up to date now, rather than at the next tick. */
+	void (*ns_sync)(void *ctx, pid_t pid);
+	/*
+	 * Fork: the mirrored child @rq gets @parent's entries in its own map
+	 * directory, under its own pid, and in its mirror. 0, -EEXIST (it has
+	 * a map), -ENOENT (the parent has none), or -errno.
+	 */
+	int (*ns_copy)(void *ctx, pid_t parent, const struct ns_req *rq);
+	/*
+	 * Exec at @at_ns: @pid's mirror so far, let go of (@mi); a new one
+	 * follows, beginning with what may have been written after @at_ns.
+	 * -ENOENT: none.
+	 */
+	int (*ns_exec)(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi);
+	/* Exit: @pid's mirror, up to date and ended (@mi). -ENOENT: none. */
+	int (*ns_end)(void *ctx, pid_t pid, struct map_info *mi);
 };
 
 struct mapstore {

@@ -25,7 +25,11 @@ static const char usage[] =
 	"                           (/var/lib/perfmapd/archive)\n"
 	"  --archive-max-bytes N    archive quota; the oldest go first (256M)\n"
 	"  --max-map-bytes N        maps larger than this are not copied or\n"
-	"                           archived (256M)\n"
+	"                           archived (256M); mirrors stop there\n"
+	"  --ns-map-dir DIR         where runtimes in other mount or pid\n"
+	"                           namespaces (containers) write their maps,\n"
+	"                           as they see it (/tmp); mirrored to --map-dir\n"
+	"  --no-mirrors             leave processes in other namespaces alone\n"
 	"  --copy-budget N          bytes of data each uid may have copied to\n"
 	"                           its children a second (1G; 0: no bound)\n"
 	"  --copy-burst N           ...and saved up at most (2G)\n"
@@ -49,7 +53,8 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 {
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
-	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION };
+	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION,
+	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -65,6 +70,8 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "copy-burst", required_argument, NULL, OPT_COPY_BURST },
 		{ "status-group", required_argument, NULL, OPT_STATUS_GROUP },
 		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "ns-map-dir", required_argument, NULL, OPT_NS_MAP_DIR },
+		{ "no-mirrors", no_argument, NULL, OPT_NO_MIRRORS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -134,6 +141,15 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 			if (!gr)
 				goto bad_value;
 			cfg->status_gid = gr->gr_gid;
+			break;
+		case OPT_NS_MAP_DIR:
+			/* As the processes see it, resolved inside each one's root. */
+			if (optarg[0] != '/')
+				goto bad_value;
+			cfg->ns_map_dir = optarg;
+			break;
+		case OPT_NO_MIRRORS:
+			cfg->no_mirrors = true;
 			break;
 		case OPT_VERSION:
 			printf("perfmapd %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);

@@ -75,6 +75,9 @@ void daemon__on_map_change(void *ctx, pid_t pid, bool exists)
 	struct daemon *d = ctx;
 
 	events__set_mapped(d->events, pid, exists);
+	/* A process in another pid namespace sharing the directory may wait for this name. */
+	if (exists && d->mirrors)
+		mirrors__on_map_dir(d->mirrors, pid, clock_boot_ns());
 	/* A map for a pid no known process holds must not pile up. */
 	if (exists)
 		policy__map_appeared(d->policy, pid, clock_boot_ns());
@@ -157,7 +160,15 @@ static int daemon_open(struct daemon *d)
 	d->ar = archive__open(&acfg);
 	if (!d->ar)
 		return -errno;
-	d->store = store__new(&scfg, d->mw, d->events, d->ar);
+	if (!d->cfg.no_mirrors && !d->cfg.dry_run) {
+		d->mirrors = mirrors__new(&(struct mirror_config){
+			.map_dir_fd = d->map_dir_fd, .map_dir = d->cfg.map_dir,
+			.ns_map_dir = d->cfg.ns_map_dir, .max_bytes = d->cfg.max_map_bytes,
+			.rate = d->cfg.copy_budget, .burst = d->cfg.copy_burst });
+		if (!d->mirrors)
+			return -errno ?: -ENOMEM;
+	}
+	d->store = store__new(&scfg, d->mw, d->events, d->ar, d->mirrors);
 	if (!d->store)
 		return -ENOMEM;
 	d->policy = policy__new(&pcfg, store__mapstore(d->store));
@@ -171,6 +182,7 @@ static void daemon_close(struct daemon *d)
 {
 	policy__free(d->policy);
 	store__free(d->store);
+	mirrors__free(d->mirrors);
 	events__free(d->events);
 	mapwatch__free(d->mw);
 	/* Stops after the map in hand; queued ones stay staged for the next start. */
@@ -187,6 +199,7 @@ int main(int argc, char **argv)
 			.map_dir = "/tmp",
 			.archive_dir = "/var/lib/perfmapd/archive",
 			.run_dir = PERFMAPD_RUN_DIR,
+			.ns_map_dir = "/tmp",
 			.status_gid = STATUS_NO_GROUP,
 			.retention_s = 600,
 			.archive_max_bytes = 256ull << 20,

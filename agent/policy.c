@@ -50,7 +50,7 @@ static void count_archived(struct policy *p, enum archive_reason why)
  * archive's queue is full: left in place, counted there), -ESTALE (another
  * file now) or -errno. -EBUSY and -EAGAIN both mean: not now, try again.
  */
-static int move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+int policy__move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		     const struct map_info *mi, unsigned int flags)
 {
 	int err;
@@ -94,15 +94,14 @@ static struct proc *track(struct policy *p, const struct policy_event *ev)
 	pr->gid = ev->gid;
 	memcpy(pr->comm, ev->comm, sizeof(pr->comm));
 	pr->comm[sizeof(pr->comm) - 1] = '\0';
-	if (ev->flags & POLICY_EVF_FOREIGN)
-		pr->flags |= PROC_FOREIGN_NS;
+	policy__ns_track(pr, ev, fresh);
 	return pr;
 }
 
 /* ---- exit ---- */
 
 /* Keep @mi, the map of the ended process (@pid, @start_ticks), for the retention. */
-static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+int policy__retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
 		  bool orphan, uint64_t now_ns)
 {
 	struct retained r = {
@@ -134,7 +133,7 @@ static int retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struc
  * a process's map and never movable, it is left in place and said once,
  * wherever the agent meets it first (a scan, a fork, an exit, a copy).
  */
-static void say_trap(const struct policy *p, const char *what, pid_t pid,
+void policy__say_trap(const struct policy *p, const char *what, pid_t pid,
 		     const struct map_info *mi)
 {
 	char name[32];
@@ -169,13 +168,17 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 		proctab_remove(&p->procs, pid);
 		pr = NULL;
 	}
-	if (foreign || (pr && (pr->flags & PROC_FOREIGN_NS)))
+	if (pr && (pr->flags & PROC_MIRRORED)) {
+		policy__ns_end(p, pr, now_ns);
+		goto forget;
+	}
+	if (pr ? (pr->flags & PROC_FOREIGN_NS) : foreign)
 		goto forget;
 	if (look(p, pid, latest(at), &mi))
 		goto forget;
 	/* A trap never was its map, and could never be moved: not retained. */
 	if (mi.refused) {
-		say_trap(p, "exit", pid, &mi);
+		policy__say_trap(p, "exit", pid, &mi);
 		goto forget;
 	}
 	if (span_before(at, mi.born) && !(pr && copied_here(pr, &mi))) {
@@ -183,7 +186,7 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 			 (int)pid, p->cfg.map_dir, (int)pid);
 		goto forget;
 	}
-	if (retain(p, pid, start_ticks, &mi, false, now_ns))
+	if (policy__retain(p, pid, start_ticks, &mi, false, now_ns))
 		goto forget;
 	pr_info("exit %d (%s): %s/perf-%d.map stays for %llus, then goes to %s", (int)pid,
 		pr ? pr->comm : comm, p->cfg.map_dir, (int)pid,
@@ -200,12 +203,12 @@ forget:
  * even while open for writing or with the archive's queue full; what cannot
  * be moved stays, not the process's (so judged again at its next event).
  */
-static void move_squatted(struct policy *p, struct proc *pr, const char *what,
+void policy__move_squatted(struct policy *p, struct proc *pr, const char *what,
 			  const struct map_info *mi)
 {
 	int err;
 
-	err = move_away(p, pr->tgid, 0, ARCHIVE_STALE, mi, ARCHIVE_F_SQUATTED);
+	err = policy__move_away(p, pr->tgid, 0, ARCHIVE_STALE, mi, ARCHIVE_F_SQUATTED);
 	if (!err) {
 		p->stats.squatted_moved++;
 		pr_warn("%s %d (%s): %s/perf-%d.map belongs to uid %u, not to the process's uid %u: put there by another user; moved aside",
@@ -249,11 +252,11 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	if (look(p, pr->tgid, pr->start.lo, &mi) || is_own(pr, &mi))
 		return;
 	if (mi.refused) {
-		say_trap(p, what, pr->tgid, &mi);
+		policy__say_trap(p, what, pr->tgid, &mi);
 		return;
 	}
 	if (policy__squatted(pr, &mi, pr->start, kp)) {
-		move_squatted(p, pr, what, &mi);
+		policy__move_squatted(p, pr, what, &mi);
 		return;
 	}
 	/*
@@ -277,7 +280,7 @@ static void claim_path(struct policy *p, struct proc *pr, const char *what,
 	}
 	pr_info("%s %d (%s): %s/perf-%d.map is not this process's: %s", what, (int)pr->tgid,
 		pr->comm, p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, ARCHIVE_F_AS_JUDGED);
+	err = policy__move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, ARCHIVE_F_AS_JUDGED);
 	if (err == -EBUSY || err == -EAGAIN) {
 		/*
 		 * Its earlier holder is gone: a writer is the new one, taking it.
@@ -304,6 +307,8 @@ static void forget_earlier(struct policy *p, const struct policy_event *ev, uint
 	if (!pr || pr->start_ticks == ev->start_ticks)
 		return;
 	policy__settle_copy(p, pr, "exited", now_ns);
+	if (pr->flags & PROC_MIRRORED)
+		policy__ns_end(p, pr, now_ns);
 	pr_debug("%d (%s): its exit was not seen; %d (%s) holds the pid now", (int)pr->tgid,
 		 pr->comm, (int)ev->pid, ev->comm);
 	proctab_remove(&p->procs, ev->pid);
@@ -316,11 +321,9 @@ static struct proc *new_holder(struct policy *p, const struct policy_event *ev, 
 
 	forget_earlier(p, ev, now_ns);
 	pr = track(p, ev);
-	if (pr && (pr->flags & PROC_FOREIGN_NS)) {
-		p->stats.foreign_ns++;
-		pr_debug("%d (%s): another mount or pid namespace; left alone", (int)ev->pid, pr->comm);
+	/* Its map elsewhere (mirrored, policy_ns.c) or not to be had: nothing more here. */
+	if (pr && (pr->flags & PROC_FOREIGN_NS) && !policy__ns_place(p, pr, ev, now_ns))
 		return NULL;
-	}
 	return pr;
 }
 
@@ -349,7 +352,7 @@ static void on_found(struct policy *p, const struct policy_event *ev, uint64_t n
 	if (!pr)
 		return;
 	parent = proctab_find(&p->procs, pr->ppid);
-	if (parent && (parent->flags & PROC_FOREIGN_NS))
+	if (parent && (parent->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)))
 		parent = NULL;
 	same_image = parent && p->store.ops->same_image(p->store.ctx, pr->tgid, pr->ppid);
 	claim_path(p, pr, "scan", same_image ? MAPPINGS_INHERITED : MAPPINGS_OWN);
@@ -390,7 +393,8 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	pr->own_ino = 0;
 	pr->not_own_ino = 0;
 	pr->image = ev->at;
-	if (pr->flags & PROC_FOREIGN_NS)
+	/* Mirrored, or newly in another namespace (a container's init execs after its unshare). */
+	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) && !policy__ns_exec(p, pr, ev, now_ns))
 		goto forget_copy;
 	if (look(p, pr->tgid, latest(ev->at), &mi))
 		goto forget_copy;
@@ -403,7 +407,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		j = (struct judgement){ AMBIGUOUS, BY_INDEX,
 			"perfmapd's copy, made after the exec and written since by the new image" };
 	} else if (policy__squatted(pr, &mi, ev->at, NULL)) {
-		move_squatted(p, pr, "exec", &mi);
+		policy__move_squatted(p, pr, "exec", &mi);
 		goto forget_copy;
 	} else {
 		policy__judge(p, pr->tgid, pr->start_ticks, &mi, ev->at, NULL, MAPPINGS_OWN, &j);
@@ -426,7 +430,7 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	}
 	pr_info("exec %d (%s): %s/perf-%d.map is the old image's: %s", (int)pr->tgid, pr->comm,
 		p->cfg.map_dir, (int)pr->tgid, j.why);
-	err = move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH | ARCHIVE_F_AS_JUDGED);
+	err = policy__move_away(p, pr->tgid, pr->start_ticks, why, &mi, ARCHIVE_F_FRESH | ARCHIVE_F_AS_JUDGED);
 	/*
 	 * Still open for writing: the exec's own close of the old image's fd
 	 * may not be done; or the archive's queue is full. Try again shortly,
@@ -494,7 +498,7 @@ static void on_map(struct policy *p, pid_t pid, uint64_t now_ns)
 	/* Nobody holds the pid: its writer ended while the agent did not watch. */
 	if (orphan_left(p, pid, &mi))
 		return;
-	if (retain(p, pid, 0, &mi, true, now_ns))
+	if (policy__retain(p, pid, 0, &mi, true, now_ns))
 		return;
 	pr_info("scan: %s/perf-%d.map has no process; kept %llus, then archived", p->cfg.map_dir,
 		(int)pid, (unsigned long long)(p->cfg.retention_ns / 1000000000));
@@ -556,7 +560,7 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 			(int)e->pid, p->cfg.map_dir, (int)e->pid);
 		return RETAIN_DONE;
 	}
-	err = move_away(p, e->pid, e->start_ticks, e->reason, &mi,
+	err = policy__move_away(p, e->pid, e->start_ticks, e->reason, &mi,
 			e->kind == RETAIN_MOVE ? ARCHIVE_F_AS_JUDGED : 0);
 	if (e->kind == RETAIN_EXITED && short_of_resources(err))
 		return put_off(p, e, err);
@@ -670,11 +674,12 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 		queue_orphan(p, pid);
 		return;
 	}
-	if ((pr->flags & PROC_FOREIGN_NS) || look(p, pid, 0, &mi) || copied_here(pr, &mi))
+	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) || look(p, pid, 0, &mi) ||
+	    copied_here(pr, &mi))
 		return;
 	/* Put there by another user after the claim, before the runtime opens the path. */
 	if (policy__squatted(pr, &mi, pr->image, NULL)) {
-		move_squatted(p, pr, "map", &mi);
+		policy__move_squatted(p, pr, "map", &mi);
 		return;
 	}
 	/* Made after the process started: its own, whatever a later listing can tell. */

@@ -42,6 +42,8 @@ struct policy_event {
 	struct span at;            /* when the event happened; SPAN_UNKNOWN from a scan */
 	uid_t uid;
 	gid_t gid;
+	pid_t ns_pid;              /* its pid in its own pid namespace (0: not known) */
+	uint64_t mnt_ns;           /* its mount namespace's inode (0: not known) */
 	char comm[LOG_COMM_LEN];   /* escaped by the event source (log_escape(), reversible) */
 };
 
@@ -88,7 +90,9 @@ struct policy_stats {
 	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
 	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
 	uint64_t copy_bytes;           /* written by copies */
-	uint64_t foreign_ns;           /* processes in another mount or pid namespace */
+	uint64_t foreign_ns;           /* processes in another mount or pid namespace, not mirrored */
+	uint64_t ns_mirrored;          /* ...whose maps are mirrored to our path (policy_ns.c) */
+	uint64_t ns_copies;            /* fork copies made in a child's own namespace */
 	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */
 	uint64_t exec_archived;        /* the old image's map */
 	uint64_t exec_dropped;         /* only our copy, never written */

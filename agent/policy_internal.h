@@ -152,6 +152,30 @@ static inline bool policy__squatted(const struct proc *pr, const struct map_info
  * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
  * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
  */
+/* policy.c: what policy_ns.c shares with the host's rules. */
+int policy__move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
+		      const struct map_info *mi, unsigned int flags);
+int policy__retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+		   bool orphan, uint64_t now_ns);
+void policy__say_trap(const struct policy *p, const char *what, pid_t pid,
+		      const struct map_info *mi);
+void policy__move_squatted(struct policy *p, struct proc *pr, const char *what,
+			   const struct map_info *mi);
+
+/*
+ * policy_ns.c: processes in other mount or pid namespaces. track() notes
+ * their namespaces; placing one says whether it is handled as a host
+ * process (true) or mirrored, or left alone (false).
+ */
+void policy__ns_track(struct proc *pr, const struct policy_event *ev, bool fresh);
+bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_event *ev,
+		      uint64_t now_ns);
+/* Exec of a mirrored or unplaced process: true when the host's exec rules judge it next. */
+bool policy__ns_exec(struct policy *p, struct proc *pr, const struct policy_event *ev,
+		     uint64_t now_ns);
+/* Exit of a mirrored process: its mirror stays for the retention, as a host map would. */
+void policy__ns_end(struct policy *p, struct proc *pr, uint64_t now_ns);
+
 void policy__judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
 		   struct span change, const struct known_file *known, enum mappings_of mappings,
 		   struct judgement *j);

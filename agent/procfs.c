@@ -78,12 +78,35 @@ static int read_stat(pid_t pid, struct proc_info *pi)
 	return procfs_parse_stat(buf, pi);
 }
 
-/* The effective ids from the "Uid:" and "Gid:" lines of /proc/<pid>/status. */
+/* The innermost of the "NSpid:" line's pids (one per nested pid namespace); 0 without one. */
+static pid_t parse_nspid(const char *buf)
+{
+	const char *p = strstr(buf, "\nNSpid:");
+	unsigned long v, last = 0;
+	char *end;
+
+	if (!p)
+		return 0;
+	for (p += 7; *p && *p != '\n'; p = end) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		v = strtoul(p, &end, 10);
+		if (v > 0x3fffffff)
+			return 0;
+		last = v;
+	}
+	return (pid_t)last;
+}
+
+/* The effective ids from the "Uid:" and "Gid:" lines of /proc/<pid>/status, and NSpid. */
 int procfs_parse_status(const char *buf, struct proc_info *pi)
 {
 	unsigned int r, e;
 	const char *p;
 
+	pi->ns_pid = parse_nspid(buf);
 	p = strstr(buf, "\nUid:");
 	if (!p || sscanf(p + 5, "%u %u", &r, &e) != 2)
 		return -EINVAL;
@@ -124,6 +147,8 @@ int procfs_read(pid_t pid, struct proc_info *pi)
 	err = procfs_parse_status(buf, pi);
 	if (err)
 		return err;
+	if (!pi->ns_pid)
+		pi->ns_pid = pid;
 	pi->mnt_ns = procfs_ns(pid, "mnt");
 	pi->pid_ns = procfs_ns(pid, "pid");
 	return 0;

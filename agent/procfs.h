@@ -16,6 +16,7 @@ struct proc_info {
 	gid_t gid;
 	uint64_t mnt_ns;
 	uint64_t pid_ns;
+	pid_t ns_pid;          /* the last "NSpid:" of status: its pid in its own namespace */
 	char comm[16];
 };
 

@@ -11,9 +11,11 @@
 #include "pidmap.h"
 
 enum proc_flags {
-	PROC_FOREIGN_NS = 1 << 0,  /* another mount or pid namespace: its /tmp is not ours */
+	PROC_FOREIGN_NS = 1 << 0,  /* another mount or pid namespace, its map not mirrored: left alone */
 	PROC_COPIED = 1 << 1,      /* @copy: the map perfmapd made or appended to for it */
 	PROC_SEEN = 1 << 2,        /* mark for a /proc scan */
+	PROC_NS_OURS = 1 << 3,     /* another namespace, but its map is at our path: a host process */
+	PROC_MIRRORED = 1 << 4,    /* another namespace: its map is mirrored to our path (mirror.c) */
 };
 
 struct proc {
@@ -26,6 +28,8 @@ struct proc {
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;
+	pid_t ns_pid;              /* its pid in its own pid namespace (0: not known) */
+	uint64_t mnt_ns;           /* the mount namespace it was placed in (policy_ns.c) */
 	/* The child's map as perfmapd's copy left it: was it written since? */
 	dev_t copy_dev;
 	ino_t copy_ino;

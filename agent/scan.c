@@ -71,6 +71,8 @@ static void found_event(const struct scan_env *env, const struct proc_info *pi,
 	ev->at = SPAN_UNKNOWN;
 	ev->uid = pi->uid;
 	ev->gid = pi->gid;
+	ev->ns_pid = pi->ns_pid;
+	ev->mnt_ns = pi->mnt_ns;
 	log_escape(ev->comm, sizeof(ev->comm), pi->comm, sizeof(pi->comm), LOG_ESC_REVERSIBLE);
 }
 

@@ -14,6 +14,7 @@
 #include "events.h"
 #include "mapname.h"
 #include "mapwatch.h"
+#include "mirror.h"
 #include "policy.h"
 #include "status.h"
 
@@ -119,6 +120,7 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "squatted_left", s->squatted_left);
 	u64(r, "retained_over_limit", s->retained_over_limit);
 	u64(r, "foreign_namespace_processes", s->foreign_ns);
+	u64(r, "ns_mirrored_processes", s->ns_mirrored);
 	u64(r, "errors", s->errors);
 }
 
@@ -144,6 +146,40 @@ static void report_archive(struct report *r, const struct status_sources *src)
 	u64(r, "archive_uncompacted", as.uncompacted);
 }
 
+static void report_mirrors(struct report *r, const struct status_sources *src)
+{
+	const struct mirror_stats *ms;
+	enum ns_refusal why;
+
+	str(r, "mirroring", src->mirrors ? "yes" : "no");
+	if (!src->mirrors)
+		return;
+	ms = mirrors__stats(src->mirrors);
+	str(r, "ns_map_dir", src->ns_map_dir);
+	u64(r, "mirrors", mirrors__active(src->mirrors));
+	u64(r, "mirrors_started", ms->started);
+	u64(r, "mirrors_ended", ms->ended);
+	u64(r, "mirror_bytes", ms->bytes);
+	u64(r, "mirror_lines", ms->lines);
+	u64(r, "mirror_lag_p99_ms", mirrors__lag_p99_ms(src->mirrors));
+	u64(r, "mirror_lag_max_ms", ms->lag_max_ms);
+	u64(r, "mirror_behind_bytes", mirrors__behind(src->mirrors));
+	u64(r, "mirrors_over_size", ms->over_size);
+	u64(r, "mirror_dest_taken", ms->dest_taken);
+	u64(r, "mirrors_over_limit", ms->over_limit);
+	u64(r, "ns_copies", ms->ns_copies);
+	u64(r, "ns_copies_failed", ms->ns_copies_failed);
+	u64(r, "ns_copies_existing", ms->ns_copies_existing);
+	u64(r, "ns_shared", ms->shared);
+	u64(r, "ns_ambiguous", ms->ambiguous);
+	u64(r, "containers_refused", ms->refused_total);
+	for (why = NSR_NONE + 1; why < NSR__COUNT; why++)
+		u64(r, ns_refusal_key(why), ms->refused[why]);
+}
+
+/* One line per mirror, after the counters: the first MIRRORS_LISTED. */
+#define MIRRORS_LISTED 32
+
 size_t status_text(const struct status_sources *src, char *buf, size_t len)
 {
 	struct report r = { .buf = buf, .cap = len };
@@ -165,5 +201,8 @@ size_t status_text(const struct status_sources *src, char *buf, size_t len)
 	report_events(&r, src);
 	report_policy(&r, src);
 	report_archive(&r, src);
+	report_mirrors(&r, src);
+	if (src->mirrors && r.len < len)
+		r.len += mirrors__describe(src->mirrors, buf + r.len, len - r.len, MIRRORS_LISTED);
 	return r.len;
 }

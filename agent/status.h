@@ -27,6 +27,8 @@ struct status_sources {
 	struct events *events;
 	const struct mapwatch *mw;
 	struct archive *ar;
+	const struct mirrors *mirrors;   /* NULL: none */
+	const char *ns_map_dir;
 };
 
 /* The report into @buf; its length (cut to fit, always NUL-terminated). */

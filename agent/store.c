@@ -19,6 +19,7 @@
 #include "mapname.h"
 #include "mappings.h"
 #include "mapwatch.h"
+#include "mirror.h"
 #include "procfs.h"
 #include "store.h"
 
@@ -28,6 +29,7 @@ struct store {
 	struct events *ev;
 	struct archive *ar;
 	struct copier *copier;
+	struct mirrors *mirrors;
 };
 
 static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
@@ -51,6 +53,9 @@ static int store_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 		      st.st_nlink > 1 ? -EMLINK : 0;
 	mi->born = mapwatch__born(s->mw, pid, st.st_dev, st.st_ino);
 	mi->seen_ns = clock_boot_ns();
+	/* A process's in another pid namespace sharing this directory: never the host pid's. */
+	if (s->mirrors && mirrors__claims(s->mirrors, pid, st.st_dev, st.st_ino))
+		return -ENOENT;
 	return 0;
 }
 
@@ -170,11 +175,48 @@ static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archiv
 
 	if (flags & ARCHIVE_F_SQUATTED)
 		return archive__move_squatted(s->ar, pid, expect->dev, expect->ino);
-	while ((err = archive__move(s->ar, pid, start_ticks, why, expect->dev, expect->ino,
-				    size)) == -EBUSY &&
+	while ((err = archive__move_tagged(s->ar, pid, start_ticks, why, expect->dev,
+					   expect->ino, size,
+					   s->mirrors ? mirrors__tag(s->mirrors, pid, start_ticks) :
+							NULL)) == -EBUSY &&
 	       (flags & ARCHIVE_F_FRESH) && ++tries < EXEC_WAIT_TRIES)
 		nanosleep(&pause, NULL);
 	return err;
+}
+
+static int store_ns_attach(void *ctx, const struct ns_req *rq, enum ns_place *place)
+{
+	struct store *s = ctx;
+
+	return mirrors__attach(s->mirrors, rq, place, clock_boot_ns());
+}
+
+static void store_ns_sync(void *ctx, pid_t pid)
+{
+	struct store *s = ctx;
+
+	mirrors__sync(s->mirrors, pid, clock_boot_ns());
+}
+
+static int store_ns_copy(void *ctx, pid_t parent, const struct ns_req *rq)
+{
+	struct store *s = ctx;
+
+	return mirrors__copy(s->mirrors, parent, rq, clock_boot_ns());
+}
+
+static int store_ns_exec(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	struct store *s = ctx;
+
+	return mirrors__exec(s->mirrors, pid, at_ns, mi, clock_boot_ns());
+}
+
+static int store_ns_end(void *ctx, pid_t pid, struct map_info *mi)
+{
+	struct store *s = ctx;
+
+	return mirrors__end(s->mirrors, pid, mi, clock_boot_ns());
 }
 
 static const struct mapstore_ops store_ops = {
@@ -188,10 +230,29 @@ static const struct mapstore_ops store_ops = {
 	.copy_defer = store_copy_defer,
 	.copy_settle = store_copy_settle,
 	.archive = store_archive,
+	.ns_attach = store_ns_attach,
+	.ns_sync = store_ns_sync,
+	.ns_copy = store_ns_copy,
+	.ns_exec = store_ns_exec,
+	.ns_end = store_ns_end,
+};
+
+/* Without mirrors (none could be set up), processes in other namespaces are left alone. */
+static const struct mapstore_ops store_ops_no_mirrors = {
+	.look = store_look,
+	.entries = store_entries,
+	.execd_since = store_execd_since,
+	.pid_held = store_pid_held,
+	.same_image = store_same_image,
+	.copy_create = store_copy_create,
+	.copy_append = store_copy_append,
+	.copy_defer = store_copy_defer,
+	.copy_settle = store_copy_settle,
+	.archive = store_archive,
 };
 
 struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
-			 struct events *ev, struct archive *ar)
+			 struct events *ev, struct archive *ar, struct mirrors *mirrors)
 {
 	struct store *s = calloc(1, sizeof(*s));
 
@@ -201,6 +262,7 @@ struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
 	s->mw = mw;
 	s->ev = ev;
 	s->ar = ar;
+	s->mirrors = mirrors;
 	s->copier = copier__open(&(struct copier_config){
 		.map_dir_fd = cfg->map_dir_fd, .max_map_bytes = cfg->max_map_bytes,
 		.threads = cfg->copy_threads, .queue_max = cfg->copy_queue_max,
@@ -252,5 +314,5 @@ void store__drain_copies(struct store *s, store_copy_done_fn fn, void *ctx)
 
 struct mapstore store__mapstore(struct store *s)
 {
-	return (struct mapstore){ .ops = &store_ops, .ctx = s };
+	return (struct mapstore){ .ops = s->mirrors ? &store_ops : &store_ops_no_mirrors, .ctx = s };
 }

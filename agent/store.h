@@ -13,6 +13,7 @@
 struct archive;
 struct events;
 struct mapwatch;
+struct mirrors;
 
 struct store_config {
 	const char *map_dir;
@@ -24,9 +25,13 @@ struct store_config {
 
 struct store;
 
-/* @mw, @ev and @ar stay the caller's; @ev may be NULL (no BPF: nothing exec'd is known). */
+/*
+ * @mw, @ev, @ar and @mirrors stay the caller's; @ev may be NULL (no BPF:
+ * nothing exec'd is known), @mirrors too (processes in other namespaces are
+ * then left alone).
+ */
 struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
-			 struct events *ev, struct archive *ar);
+			 struct events *ev, struct archive *ar, struct mirrors *mirrors);
 void store__free(struct store *s);
 /* The interface the policy acts through. */
 struct mapstore store__mapstore(struct store *s);

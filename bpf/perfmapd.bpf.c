@@ -88,11 +88,14 @@ static __always_inline void task_ns(struct task_struct *t, struct perfmapd_event
 
 	if (direct && level == 0) {
 		e->pid_ns = pid->numbers[0].ns->ns.inum;
+		e->ns_tgid = 0;  /* the host's namespace: the same pid, set by emit() */
 	} else {
 		bpf_core_read(&up, sizeof(up), &pid->numbers[level]);
 		e->pid_ns = BPF_CORE_READ(up.ns, ns.inum);
+		e->ns_tgid = up.nr;
 	}
 	e->mnt_ns = R(direct, t, nsproxy, mnt_ns, ns.inum);
+	e->pad = 0;
 }
 
 static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
@@ -114,6 +117,12 @@ static __always_inline int emit(struct task_struct *t, __u32 type, __u32 flags,
 	e->gid = R(direct, t, cred, egid.val);
 	e->start_ns = task_start_ns(leader, direct);
 	task_ns(t, e, direct);
+	/*
+	 * Set from the record, not the task: the compiler would otherwise merge
+	 * this load with task_ns()'s from the stack, which the verifier refuses.
+	 */
+	if (!e->ns_tgid)
+		e->ns_tgid = e->tgid;
 	if (parent) {
 		e->ptgid = R(direct, parent, tgid);
 		e->pstart_ns = task_start_ns(R(direct, parent, group_leader), direct);

@@ -33,6 +33,8 @@ struct perfmapd_event {
 	__u64 pstart_ns;   /* fork: the parent's start time */
 	__u64 ts_ns;       /* when it happened (the agent may read it late) */
 	char comm[PERFMAPD_COMM_LEN];
+	__u32 ns_tgid;     /* as its own (innermost) pid namespace sees it: its perf-<pid>.map there */
+	__u32 pad;
 };
 
 #endif /* PERFMAPD_EVENT_H */

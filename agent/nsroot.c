@@ -1,0 +1,172 @@
+/* Opening maps inside another process's root without following anything it planted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mapname.h"
+#include "nsroot.h"
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+/* A file with this much less on disk than its size is sparse: its reader would read nothing. */
+#define SPARSE_SLACK (64u << 10)
+
+static const struct {
+	const char *words, *key;
+} refusals[NSR__COUNT] = {
+	[NSR_NONE] = { "accepted", "refused_none" },
+	[NSR_SYMLINK] = { "is a symlink, refused", "refused_symlink" },
+	[NSR_NOT_REGULAR] = { "is not a regular file, refused", "refused_not_regular" },
+	[NSR_HARD_LINKED] = { "has more than one hard link, refused", "refused_hard_linked" },
+	[NSR_TOO_LARGE] = { "is larger than the size bound, refused", "refused_too_large" },
+	[NSR_SPARSE] = { "is sparse (holes), refused", "refused_sparse" },
+	[NSR_DIR] = { "is a symlink or not a directory, refused", "refused_tmp" },
+	[NSR_FUSE] = { "is on FUSE, whose server could hang the agent, refused", "refused_fuse" },
+	[NSR_ROOT] = { "cannot be reached (its root or /proc refused it), refused", "refused_root" },
+};
+
+const char *ns_refusal_str(enum ns_refusal r)
+{
+	return r < NSR__COUNT ? refusals[r].words : "?";
+}
+
+const char *ns_refusal_key(enum ns_refusal r)
+{
+	return r < NSR__COUNT ? refusals[r].key : "refused_unknown";
+}
+
+static int openat2_fd(int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve)
+{
+	struct open_how how = { .flags = flags, .mode = mode, .resolve = resolve };
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static bool on_fuse(int fd)
+{
+	struct statfs sf;
+
+	return !fstatfs(fd, &sf) && (unsigned long)sf.f_type == FUSE_SUPER_MAGIC;
+}
+
+int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why)
+{
+	char root[32];
+	int rfd, dfd;
+
+	*why = NSR_NONE;
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	/* O_PATH: the magic link is the process's root itself; nothing inside is looked up yet. */
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0) {
+		if (errno != ENOENT && errno != ESRCH)
+			*why = NSR_ROOT;
+		return errno == ENOENT ? -ESRCH : -errno;
+	}
+	/* A FUSE root answers the lookup below from a server the container runs. */
+	if (on_fuse(rfd)) {
+		*why = NSR_FUSE;
+		close(rfd);
+		return -EPERM;
+	}
+	while (*path == '/')
+		path++;
+	dfd = openat2_fd(rfd, *path ? path : ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+			 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	close(rfd);
+	if (dfd < 0) {
+		if (dfd == -ELOOP || dfd == -ENOTDIR)
+			*why = NSR_DIR;
+		return dfd;
+	}
+	if (on_fuse(dfd) || fstat(dfd, st)) {
+		*why = on_fuse(dfd) ? NSR_FUSE : NSR_ROOT;
+		close(dfd);
+		return -EPERM;
+	}
+	return dfd;
+}
+
+enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes)
+{
+	if (S_ISLNK(st->st_mode))
+		return NSR_SYMLINK;
+	if (!S_ISREG(st->st_mode))
+		return NSR_NOT_REGULAR;
+	if (st->st_nlink > 1)
+		return NSR_HARD_LINKED;
+	if (max_bytes && (uint64_t)st->st_size > max_bytes)
+		return NSR_TOO_LARGE;
+	if ((uint64_t)st->st_size > (uint64_t)st->st_blocks * 512 + SPARSE_SLACK)
+		return NSR_SPARSE;
+	return NSR_NONE;
+}
+
+int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st,
+		    enum ns_refusal *why)
+{
+	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+				 RESOLVE_NO_XDEV;
+	char name[32], self[32];
+	int pfd, fd;
+
+	*why = NSR_NONE;
+	map_name(ns_pid, name, sizeof(name));
+	/* O_PATH opens neither a FIFO (no hang) nor a device (no driver); a symlink as itself. */
+	pfd = openat2_fd(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, resolve);
+	if (pfd < 0) {
+		if (pfd == -ELOOP)
+			*why = NSR_SYMLINK;
+		else if (pfd == -EXDEV)
+			*why = NSR_NOT_REGULAR;  /* something mounted over the name */
+		return pfd;
+	}
+	if (fstat(pfd, st)) {
+		fd = -errno;
+		goto close_pfd;
+	}
+	*why = nsroot_check(st, max_bytes);
+	if (*why) {
+		fd = -EPERM;
+		goto close_pfd;
+	}
+	/* Through /proc/self/fd: exactly the inode checked, nothing swapped in between. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+close_pfd:
+	close(pfd);
+	return fd;
+}
+
+int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid)
+{
+	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+				 RESOLVE_NO_XDEV;
+	char name[32];
+	int fd;
+
+	map_name(ns_pid, name, sizeof(name));
+	fd = openat2_fd(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0644, resolve);
+	if (fd < 0)
+		return fd;
+	/* The child's file, as a runtime's own would be; never left as root's. */
+	if (fchown(fd, uid, gid)) {
+		int err = -errno;
+
+		unlinkat(dirfd, name, 0);
+		close(fd);
+		return err;
+	}
+	return fd;
+}

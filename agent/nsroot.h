@@ -1,0 +1,53 @@
+/*
+ * Reaching into another process's root: its map directory and its map,
+ * resolved inside that root (openat2 RESOLVE_IN_ROOT) without following any
+ * link it planted, and refused when not a plain, single-linked, dense,
+ * bounded regular file.
+ */
+#ifndef PERFMAPD_NSROOT_H
+#define PERFMAPD_NSROOT_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Why a process's map was not mirrored: counted, and said once per file. */
+enum ns_refusal {
+	NSR_NONE,
+	NSR_SYMLINK,      /* the map is a symlink */
+	NSR_NOT_REGULAR,  /* a FIFO, a directory, a device, a socket */
+	NSR_HARD_LINKED,  /* a second name may be a file of somebody else's */
+	NSR_TOO_LARGE,    /* over --max-map-bytes */
+	NSR_SPARSE,       /* holes: gigabytes of nothing to read */
+	NSR_DIR,          /* its map directory is a symlink, not a directory, or on another mount */
+	NSR_FUSE,         /* on FUSE: a lookup or read could hang on its server */
+	NSR_ROOT,         /* its root cannot be reached (gone, or /proc refused) */
+	NSR__COUNT,
+};
+
+const char *ns_refusal_str(enum ns_refusal r);
+/* The status key of a refusal: "refused_symlink", ... */
+const char *ns_refusal_key(enum ns_refusal r);
+
+/*
+ * The directory @path (absolute, as the process sees it) inside @pid's root,
+ * as an O_PATH fd; its identity in @st. -errno, with @why set when refused
+ * rather than failed (-ESRCH/-ENOENT: the process or the directory is gone).
+ */
+int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why);
+/*
+ * perf-<@ns_pid>.map in @dirfd opened for reading, checked as the map of a
+ * process the agent does not trust: the fd, -ENOENT when there is none, or
+ * -errno with @why set. @st is the file as opened.
+ */
+int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st,
+		    enum ns_refusal *why);
+/* Is @st, a file being mirrored, still one to read (a hole may be made later)? */
+enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes);
+/*
+ * Create perf-<@ns_pid>.map in @dirfd, never over anything, owned by
+ * @uid:@gid: the fd (write-only, O_APPEND), or -errno (-EEXIST: there is one).
+ */
+int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid);
+
+#endif /* PERFMAPD_NSROOT_H */

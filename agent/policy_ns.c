@@ -60,8 +60,6 @@ static void clear_host_path(struct policy *p, struct proc *pr)
 		return;
 	}
 	err = policy__move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, 0);
-	if (!err)
-		p->stats.stale_archived++;
 	pr_info("mirror %d (%s): %s/perf-%d.map was an earlier process's: %s", (int)pr->tgid,
 		pr->comm, p->cfg.map_dir, (int)pr->tgid, err ? strerror(-err) : "archived");
 }
@@ -135,8 +133,6 @@ bool policy__ns_exec(struct policy *p, struct proc *pr, const struct policy_even
 	    !ops->ns_exec(p->store.ctx, pr->tgid, ev->at.lo, &mi)) {
 		/* Lines that may be the new image's are in its new mirror too: none is lost. */
 		err = policy__move_away(p, pr->tgid, pr->start_ticks, ARCHIVE_EXEC, &mi, 0);
-		if (!err)
-			p->stats.exec_archived++;
 		pr_info("exec %d (%s): its mirror %s/perf-%d.map is the old image's: %s",
 			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
 			err ? strerror(-err) : "archived");

@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log
+	mapwatch policy retention archive copier log nsroot
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -31,6 +31,7 @@ TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal
 TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/privs.c agent/procfs.c agent/clock.c \
 	agent/log.c
 TEST_AGENT_log := agent/log.c
+TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
 
 # deps first, alone: the rest needs what it installs.
 test:
@@ -73,7 +74,7 @@ clang-build:
 
 # What each fuzz target links besides itself: the pure parsers, no system calls driven.
 FUZZ_LINK_reader := $(LIB_SRCS)
-FUZZ_LINK_procfs := agent/procfs.c
+FUZZ_LINK_procfs := agent/procfs.c agent/container.c
 FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
 FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Itests/fuzz

@@ -1,12 +1,14 @@
 /*
  * libFuzzer target: the /proc/<pid>/stat and /proc/<pid>/status parsers
  * (agent/procfs.c) on any bytes, and on lines as the kernel writes them
- * around any comm: spaces, parentheses, newlines and ") " inside it.
+ * around any comm: spaces, parentheses, newlines and ") " inside it; and
+ * the /proc/<pid>/cgroup parser (agent/container.c) on any bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
+#include "container.h"
 #include "fuzz.h"
 #include "procfs.h"
 
@@ -15,6 +17,26 @@
 static void require_comm_bounded(const struct proc_info *pi)
 {
 	REQUIRE(memchr(pi->comm, '\0', sizeof(pi->comm)) != NULL);
+}
+
+/* A container id is 64 lowercase hex digits found in the text, or none; the path is bounded. */
+static void cgroup(const char *buf)
+{
+	struct container_id c;
+	size_t i, n;
+	int err;
+
+	memset(&c, 0xa5, sizeof(c));
+	err = container_parse_cgroup(buf, &c);
+	REQUIRE(err == 0 || err == -EINVAL);
+	if (err)
+		return;
+	REQUIRE(memchr(c.cgroup, '\0', sizeof(c.cgroup)) != NULL);
+	n = strlen(c.id);
+	REQUIRE(n == 0 || n == CONTAINER_ID_LEN);
+	for (i = 0; i < n; i++)
+		REQUIRE((c.id[i] >= '0' && c.id[i] <= '9') || (c.id[i] >= 'a' && c.id[i] <= 'f'));
+	REQUIRE(!n || strstr(buf, c.id));
 }
 
 /* Any bytes: no read past the NUL, and a success means the fields were there. */
@@ -37,6 +59,8 @@ static void raw(const char *buf)
 	err = procfs_parse_status(buf, &pi);
 	REQUIRE(err == 0 || err == -EINVAL);
 	REQUIRE(err || (strstr(buf, "\nUid:") && strstr(buf, "\nGid:")));
+	REQUIRE(err || pi.ns_pid >= 0);
+	cgroup(buf);
 }
 
 /* The comm from @data, as a process may name itself: any byte but NUL, up to @max. */

@@ -61,6 +61,13 @@ static struct fake {
 	struct map_info rq_parent;
 	bool pending;              /* deferred, not done nor settled */
 	uint64_t data[NPIDS];      /* bytes of data in a map when not its blocks (compressed); 0: its blocks */
+	/* Processes in other namespaces: where attaching finds each map (1 + enum ns_place; 0: refused). */
+	int ns_place[NPIDS];
+	bool mirrored[NPIDS];      /* attached as mirrored, not ended */
+	int ns_attaches, ns_syncs, ns_copies, ns_execs, ns_ends;
+	pid_t ns_copy_parent;
+	uint64_t ns_exec_at;
+	int syncs_before_archive;  /* ns_syncs when the last archive() was called */
 } F;
 
 static int fake_look(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
@@ -186,6 +193,7 @@ static int fake_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archive
 	(void)ctx;
 	(void)start_ticks;
 	F.archive_calls++;
+	F.syncs_before_archive = F.ns_syncs;
 	if (!F.map[pid].exists)
 		return -ENOENT;
 	if (F.map[pid].mi.ino != expect->ino)
@@ -251,6 +259,60 @@ static int fake_copy_settle(void *ctx, pid_t child, uint64_t ticket, struct copy
 	return -ECANCELED;
 }
 
+static int fake_ns_attach(void *ctx, const struct ns_req *rq, enum ns_place *place)
+{
+	(void)ctx;
+	F.ns_attaches++;
+	*place = F.ns_place[rq->pid] ? (enum ns_place)(F.ns_place[rq->pid] - 1) : NS_REFUSED;
+	if (*place == NS_MIRRORED)
+		F.mirrored[rq->pid] = true;
+	return 0;
+}
+
+static void fake_ns_sync(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	(void)pid;
+	F.ns_syncs++;
+}
+
+static int fake_ns_copy(void *ctx, pid_t parent, const struct ns_req *rq)
+{
+	(void)ctx;
+	(void)rq;
+	F.ns_copies++;
+	F.ns_copy_parent = parent;
+	return 0;
+}
+
+/* The mirror is the map at the pid's path: F.map[pid], when there is one. */
+static int fake_ns_let_go(pid_t pid, struct map_info *mi)
+{
+	if (!F.mirrored[pid] || !F.map[pid].exists)
+		return -ENOENT;
+	*mi = F.map[pid].mi;
+	return 0;
+}
+
+static int fake_ns_exec(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
+{
+	(void)ctx;
+	F.ns_execs++;
+	F.ns_exec_at = at_ns;
+	return fake_ns_let_go(pid, mi);
+}
+
+static int fake_ns_end(void *ctx, pid_t pid, struct map_info *mi)
+{
+	int err;
+
+	(void)ctx;
+	F.ns_ends++;
+	err = fake_ns_let_go(pid, mi);
+	F.mirrored[pid] = false;
+	return err;
+}
+
 static const struct mapstore_ops fake_ops = {
 	.look = fake_look,
 	.entries = fake_entries,
@@ -262,6 +324,11 @@ static const struct mapstore_ops fake_ops = {
 	.copy_defer = fake_copy_defer,
 	.copy_settle = fake_copy_settle,
 	.archive = fake_archive,
+	.ns_attach = fake_ns_attach,
+	.ns_sync = fake_ns_sync,
+	.ns_copy = fake_ns_copy,
+	.ns_exec = fake_ns_exec,
+	.ns_end = fake_ns_end,
 };
 
 /* ---- events ---- */
@@ -510,6 +577,144 @@ static void test_foreign_namespace_is_left_alone(void **state)
 	exit_at(11, 5 * SEC, 7 * SEC);
 	assert_int_equal(F.archive_calls, 0);
 	assert_int_equal(policy__retained(P), 0);
+}
+
+/* An event of a process in another namespace: its own pid is @pid + 100, its mount namespace 7. */
+static void send_ns(enum policy_event_type type, pid_t pid, pid_t ppid, uint64_t start_ns,
+		    uint64_t at_ns, uint32_t flags)
+{
+	struct policy_event ev = {
+		.type = type, .flags = flags | POLICY_EVF_FOREIGN, .pid = pid, .ppid = ppid,
+		.start_ticks = start_ns / TICK, .start = span_at(start_ns),
+		.pstart = span_at(1 * SEC), .at = span_at(at_ns), .uid = 1000, .gid = 1000,
+		.ns_pid = pid + 100, .mnt_ns = 7, .comm = "ctr",
+	};
+
+	if (at_ns > F.now)
+		F.now = at_ns;
+	policy__event(P, &ev, F.now);
+}
+
+static void test_ns_process_whose_map_is_ours_is_a_host_process(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	/* Another mount namespace (a systemd service's), but /tmp and the pid are ours. */
+	F.ns_place[11] = 1 + NS_OURS;
+	send_ns(POLICY_EV_FORK, 11, 10, 5 * SEC, 5 * SEC, 0);
+	assert_int_equal(F.ns_attaches, 1);
+	assert_int_equal(F.creates, 1);
+	assert_true(F.map[11].exists);
+	assert_int_equal(stats()->foreign_ns, 0);
+	/* Its later events do not place it again; the host's exec rules judge its map. */
+	send_ns(POLICY_EV_EXEC, 11, 0, 5 * SEC, 6 * SEC, 0);
+	assert_int_equal(F.ns_attaches, 1);
+	assert_int_equal(F.archived[11], 1 + ARCHIVE_DROP);
+	assert_int_equal(F.ns_execs, 0);
+	F.alive[11] = false;
+	send_ns(POLICY_EV_EXIT, 11, 0, 5 * SEC, 7 * SEC, 0);
+	assert_int_equal(F.ns_ends, 0);
+}
+
+static void test_ns_refused_process_is_left_alone(void **state)
+{
+	(void)state;
+	put_map(11, 50, span_at(3 * SEC), ENTRIES_UNMAPPED);
+	send_ns(POLICY_EV_FORK, 11, 10, 5 * SEC, 5 * SEC, 0);
+	assert_int_equal(F.ns_attaches, 1);
+	assert_int_equal(stats()->foreign_ns, 1);
+	assert_int_equal(stats()->ns_mirrored, 0);
+	send_ns(POLICY_EV_EXIT, 11, 0, 5 * SEC, 7 * SEC, 0);
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+static void test_ns_fork_of_a_mirrored_parent_copies_in_its_namespace(void **state)
+{
+	(void)state;
+	F.ns_place[10] = F.ns_place[11] = F.ns_place[12] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 10, 1, 1 * SEC, 1 * SEC, 0);
+	assert_int_equal(stats()->ns_mirrored, 1);
+	assert_int_equal(F.ns_copies, 0);  /* its parent is a host process */
+	send_ns(POLICY_EV_FORK, 11, 10, 5 * SEC, 5 * SEC, 0);
+	assert_int_equal(F.ns_copies, 1);
+	assert_int_equal(F.ns_copy_parent, 10);
+	assert_int_equal(stats()->ns_copies, 1);
+	/* Never a host copy: the child's map is in its own root. */
+	assert_int_equal(F.creates + F.appends + F.defers, 0);
+	/* A vfork child execs or exits next: nothing. */
+	send_ns(POLICY_EV_FORK, 12, 10, 6 * SEC, 6 * SEC, POLICY_EVF_VFORK);
+	assert_int_equal(F.ns_copies, 1);
+	assert_int_equal(stats()->ns_mirrored, 3);
+}
+
+static void test_ns_mirror_is_retained_at_exit_then_archived(void **state)
+{
+	(void)state;
+	F.ns_place[20] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 20, 1, 1 * SEC, 1 * SEC, 0);
+	put_map(20, 400, span_at(2 * SEC), ENTRIES_MAPPED);  /* the mirror */
+	send_ns(POLICY_EV_EXIT, 20, 0, 1 * SEC, 20 * SEC, 0);
+	assert_int_equal(F.ns_ends, 1);
+	assert_int_equal(policy__retained(P), 1);
+	assert_int_equal(policy__processes(P), 0);
+	tick(F.now + 600 * SEC - 1);
+	assert_true(F.map[20].exists);
+	tick(F.now + 1);
+	assert_int_equal(F.archived[20], 1 + ARCHIVE_EXIT);
+}
+
+static void test_ns_exec_archives_the_old_images_mirror(void **state)
+{
+	(void)state;
+	F.ns_place[20] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 20, 1, 1 * SEC, 1 * SEC, 0);
+	put_map(20, 400, span_at(2 * SEC), ENTRIES_MAPPED);
+	send_ns(POLICY_EV_EXEC, 20, 0, 1 * SEC, 9 * SEC, 0);
+	assert_int_equal(F.ns_execs, 1);
+	/* The exec's own time splits the lines: before it, surely the old image's. */
+	assert_int_equal(F.ns_exec_at, 9 * SEC);
+	assert_int_equal(F.archived[20], 1 + ARCHIVE_EXEC);
+	assert_int_equal(stats()->exec_archived, 1);
+	/* Placed again (its root may have changed), and still mirrored: its exit ends it. */
+	assert_int_equal(F.ns_attaches, 2);
+	send_ns(POLICY_EV_EXIT, 20, 0, 1 * SEC, 20 * SEC, 0);
+	assert_int_equal(F.ns_ends, 1);
+}
+
+static void test_ns_host_path_is_cleared_before_mirroring(void **state)
+{
+	(void)state;
+	/* An earlier holder's map at the host path: never the new process's, which writes elsewhere. */
+	put_map(30, 100, span_at(1 * SEC), ENTRIES_UNMAPPED);
+	F.ns_place[30] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 30, 1, 5 * SEC, 5 * SEC, 0);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_STALE);
+	/* Moved before the mirror was first brought up to date. */
+	assert_int_equal(F.syncs_before_archive, 0);
+	assert_int_equal(F.ns_syncs, 1);
+	/* Another user's file there is moved aside as squatted. */
+	put_map(31, 100, span_at(1 * SEC), ENTRIES_UNMAPPED);
+	F.map[31].mi.uid = 2000;
+	F.ns_place[31] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 31, 1, 6 * SEC, 6 * SEC, 0);
+	assert_int_equal(F.squatted_moves, 1);
+	assert_int_equal(stats()->squatted_moved, 1);
+}
+
+static void test_ns_process_moved_into_a_container_is_placed_at_its_exec(void **state)
+{
+	(void)state;
+	/* A container's init: forked in our namespaces, unshared, then exec'd. */
+	fork_at(40, 1, 1 * SEC, 0);
+	assert_int_equal(F.ns_attaches, 0);
+	F.ns_place[40] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_EXEC, 40, 0, 1 * SEC, 2 * SEC, 0);
+	assert_int_equal(F.ns_attaches, 1);
+	assert_int_equal(stats()->ns_mirrored, 1);
+	/* No host exec judgement of a path it does not write. */
+	assert_int_equal(F.entries_calls, 0);
 }
 
 /* ---- exec, under every combination of evidence ---- */
@@ -1979,6 +2184,13 @@ int main(void)
 		T(test_over_max_map_bytes_is_neither_copied_nor_archived),
 		T(test_dry_run_decides_and_changes_nothing),
 		T(test_foreign_namespace_is_left_alone),
+		T(test_ns_process_whose_map_is_ours_is_a_host_process),
+		T(test_ns_refused_process_is_left_alone),
+		T(test_ns_fork_of_a_mirrored_parent_copies_in_its_namespace),
+		T(test_ns_mirror_is_retained_at_exit_then_archived),
+		T(test_ns_exec_archives_the_old_images_mirror),
+		T(test_ns_host_path_is_cleared_before_mirroring),
+		T(test_ns_process_moved_into_a_container_is_placed_at_its_exec),
 		T(test_exec_under_every_combination_of_evidence),
 		T(test_exec_never_takes_a_map_made_microseconds_after_it),
 		T(test_exec_drops_an_untouched_copy_even_when_made_late),

@@ -22,8 +22,14 @@
 #define TICK_BYTES (8u << 20)         /* read of all mirrors in one tick */
 #define TICK_POLLS 4096               /* mirrors looked at in one tick */
 #define FINAL_BYTES (4u << 20)        /* read at an exit or exec, past the budgets */
+/*
+ * Open mirrors (an fd on the source, one on the mirror) per uid; root's
+ * processes (every rootful container's) only within the whole. Waiting ones
+ * cost memory only, and are bounded in all.
+ */
 #define MIRRORS_PER_UID 1024
-#define MIRRORS_MAX 16384
+#define MIRRORS_OPEN_MAX 16384
+#define MIRRORS_MAX 65536
 #define DIRS_MAX 4096
 #define TAGS_MAX 16384
 #define MARKS 8
@@ -63,6 +69,11 @@ struct mirror {
 	unsigned int nmarks;
 	uint64_t behind;             /* bytes of the source not mirrored yet */
 	bool stopped;                /* at the size bound, or a line too long: no more reads */
+	bool over_limit;             /* counted once as over the bounds on open mirrors */
+	/* The copy made for it at a fork, as made: an exec finding it unwritten removes it. */
+	dev_t copy_dev;
+	ino_t copy_ino;
+	uint64_t copy_size;
 	char tag[CONTAINER_SHORT_LEN + 2];
 	char comm[LOG_COMM_LEN];
 };
@@ -91,6 +102,7 @@ struct mirrors {
 	struct pidmap uids;
 	struct budget *budget;
 	size_t poll_bucket;          /* where the last tick's polls stopped */
+	size_t open;                 /* mirrors holding their source open */
 	bool rescan_pending;         /* inotify overflowed: look for every waiting map */
 	char *buf;
 	struct mirror_stats stats;
@@ -253,12 +265,21 @@ static uint64_t offset_before(const struct mirror *mi, uint64_t at_ns)
 /* Open the mirror's source if it is there now; refusals are counted and said. */
 static void try_source(struct mirrors *m, struct mirror *mi)
 {
+	struct uid_count *u;
 	enum ns_refusal why;
 	struct stat st;
 	int fd;
 
 	if (mi->src_fd >= 0 || mi->stopped)
 		return;
+	u = uid_count(m, mi->uid, true);
+	if (!u || m->open >= MIRRORS_OPEN_MAX || (mi->uid && u->n >= MIRRORS_PER_UID)) {
+		if (!mi->over_limit) {
+			mi->over_limit = true;
+			m->stats.over_limit++;
+		}
+		return;
+	}
 	fd = nsroot_open_map(mi->dir->fd, mi->ns_pid, m->cfg.max_bytes, &st, &why);
 	if (fd < 0) {
 		if (why)
@@ -272,6 +293,8 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 	mi->src_dev = st.st_dev;
 	mi->src_ino = st.st_ino;
 	mi->nmarks = 0;
+	u->n++;
+	m->open++;
 	mark(mi, clock_boot_ns());
 	pr_info("mirror %d (%s): %s/perf-%d.map in %s%s -> %s/perf-%d.map", (int)mi->pid, mi->comm,
 		m->cfg.ns_map_dir, (int)mi->ns_pid, mi->tag[0] ? "container " : "its namespace",
@@ -449,16 +472,24 @@ static size_t sync_mirror(struct mirrors *m, struct mirror *mi, size_t cap, bool
 	return total;
 }
 
-static void close_mirror(struct mirrors *m, struct mirror *mi)
+static void close_source(struct mirrors *m, struct mirror *mi)
 {
 	struct uid_count *u = uid_count(m, mi->uid, false);
 
+	if (mi->src_fd < 0)
+		return;
+	close(mi->src_fd);
+	mi->src_fd = -1;
 	if (u && u->n)
 		u->n--;
+	m->open--;
+}
+
+static void close_mirror(struct mirrors *m, struct mirror *mi)
+{
 	pidmap_remove(&mi->dir->by_name, mi->ns_pid);
 	pidmap_remove(&m->by_pid, mi->pid);
-	if (mi->src_fd >= 0)
-		close(mi->src_fd);
+	close_source(m, mi);
 	if (mi->dst_fd >= 0)
 		close(mi->dst_fd);
 	dir_put(m, mi->dir);
@@ -515,7 +546,6 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 	struct mirror *mi = find(m, rq->pid);
 	struct container_id cid;
 	enum ns_refusal why;
-	struct uid_count *u;
 	struct nsdir *d;
 	struct stat st;
 	int fd;
@@ -552,8 +582,7 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		*place = NS_OURS;
 		return 0;
 	}
-	u = uid_count(m, rq->uid, true);
-	if (!u || u->n >= MIRRORS_PER_UID || m->by_pid.count >= MIRRORS_MAX) {
+	if (m->by_pid.count >= MIRRORS_MAX) {
 		close(fd);
 		m->stats.over_limit++;
 		return 0;
@@ -592,7 +621,6 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		snprintf(mi->tag, sizeof(mi->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
 	pidmap_insert(&m->by_pid, &mi->node);
 	pidmap_insert(&d->by_name, &mi->name_node);
-	u->n++;
 	m->stats.started++;
 	*place = NS_MIRRORED;
 	try_source(m, mi);
@@ -654,6 +682,7 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		  uint64_t now_ns)
 {
 	struct mirror *parent = find(m, parent_pid), *child = find(m, rq->pid);
+	struct stat st;
 	long n;
 	int fd;
 
@@ -684,6 +713,11 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 			return fd;
 		}
 		n = copy_lines(m, parent, fd, now_ns, rq->uid);
+		if (!fstat(fd, &st)) {
+			child->copy_dev = st.st_dev;
+			child->copy_ino = st.st_ino;
+			child->copy_size = (uint64_t)st.st_size;
+		}
 		close(fd);
 		/* Mirrored at once: the copy is in the host's mirror as it is in the container. */
 		try_source(m, child);
@@ -700,6 +734,36 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		child->dir->is_map_dir ? m->cfg.map_dir : m->cfg.ns_map_dir,
 		child->dir->is_map_dir ? (int)rq->pid : (int)rq->ns_pid, n);
 	return 0;
+}
+
+/*
+ * The map in the container is only the copy made at its fork, unwritten: as
+ * on the host, the new image must not start with its parent's entries. It
+ * is removed there (the host's mirror of it is archived by the caller); a
+ * file the new image makes at the name is mirrored anew.
+ */
+static bool drop_copy(struct mirrors *m, struct mirror *mi)
+{
+	struct stat st, at;
+	char name[32];
+
+	if (!mi->copy_ino || fstat(mi->src_fd, &st) || st.st_dev != mi->copy_dev ||
+	    st.st_ino != mi->copy_ino || (uint64_t)st.st_size != mi->copy_size)
+		return false;
+	map_name(mi->ns_pid, name, sizeof(name));
+	/* Only while the name is still that file: nothing else of the container's is removed. */
+	if (fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) || at.st_dev != st.st_dev ||
+	    at.st_ino != st.st_ino || unlinkat(mi->dir->fd, name, 0))
+		return false;
+	m->stats.ns_copies_dropped++;
+	pr_info("exec %d (%s): %s/%s in %s%s was only its parent's entries, copied at its fork; removed",
+		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
+		mi->tag[0] ? "container " : "its namespace", mi->tag[0] ? mi->tag + 1 : "");
+	close_source(m, mi);
+	mi->copy_ino = 0;
+	mi->offset = 0;
+	mi->src_ino = 0;
+	return true;
 }
 
 int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info *mi_out,
@@ -719,6 +783,8 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	mi->dst_fd = -1;
 	mi->dst_bytes = 0;
 	mi->stopped = false;
+	if (mi->src_fd >= 0 && drop_copy(m, mi))
+		return err;
 	if (err || mi->src_fd < 0)
 		return err;
 	/*
@@ -764,6 +830,12 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 	if (!mi)
 		return -ENOENT;
 	sync_mirror(m, mi, FINAL_BYTES, true, now_ns);
+	if (mi->behind > PASS_BYTES) {
+		/* More than an exit's read was written in its last tick: the rest is not mirrored. */
+		m->stats.cut_at_exit++;
+		pr_warn("mirror %d (%s): %llu bytes of its map were not mirrored before its exit",
+			(int)mi->pid, mi->comm, (unsigned long long)mi->behind);
+	}
 	err = dest_info(mi, mi_out);
 	if (!err)
 		keep_tag(m, mi);

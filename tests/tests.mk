@@ -147,11 +147,29 @@ $(LOADGEN): tests/bench/loadgen.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -o $@ $<
 
-# The writer benchmark, then the agent's (root: BPF).
+# The writer benchmark, then the agent's and its containers' (root: BPF, podman).
 bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	$(BENCH_BIN)
 	bash tests/bench/agent.sh $(O)
+	@$(MAKE) --no-print-directory bench-mirror
 	@$(MAKE) --no-print-directory bench-parts
+
+# Containers' maps mirrored to the host (issue 10): the writer runs alone in a
+# container's root, so it is linked statically.
+MIRROR_BENCH_BINS := $(O)/bench/mirror_writer $(O)/bench/mirror_meter
+
+$(O)/bench/mirror_writer: tests/bench/mirror_writer.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -static -o $@ $<
+
+$(O)/bench/mirror_meter: tests/bench/mirror_meter.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -o $@ $<
+
+# 100 podman containers writing, the lag of their host mirrors and the
+# agent's CPU; docs/performance.md, docs/containers.md. Root.
+bench-mirror: all $(MIRROR_BENCH_BINS)
+	bash tests/bench/mirror_bench.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 
@@ -182,7 +200,8 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test bench-parts
+.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test bench-parts \
+	bench-mirror
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.

@@ -128,7 +128,7 @@ run_side() {
 	R_host=$(pct $((h1 - h0)) $((t1 - t0)))
 	echo "  $side: meter: $(tail -1 "$out")"
 	[ "$side" = agent ] && echo "  $side: agent status: $("$BUILD/perfmapctl" status --map-dir "$MAPD" --run-dir "$RUND" |
-		awk '$1 ~ /^(mirrors|mirrors_started|mirror_bytes|mirror_lag_p99_ms|mirror_lag_max_ms|mirror_behind_bytes|containers_refused):$/ { printf "%s %s ", $1, $2 }')"
+		awk '$1 ~ /^(mirrors|mirrors_started|mirror_lines|mirror_bytes|mirror_lag_p99_ms|mirror_lag_max_ms|mirror_behind_bytes|mirrors_over_size|mirrors_over_limit|mirror_dest_taken|containers_refused):$/ { printf "%s %s ", $1, $2 }')"
 
 	# Every writer says how much CPU it used; they have all written by now.
 	wait_for 30 eval '[ "$(ls "$WORK"/c/*/tmp/cbench.done 2>/dev/null | wc -l)" -ge "$N" ]' ||

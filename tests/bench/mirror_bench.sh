@@ -155,6 +155,11 @@ floor_p99=$R_lag_ms_p99 writers0=$R_writers host0=$R_host
 [ "$R_missing" = 0 ] || { echo "bench-mirror: the meter missed lines of the writers' own files" >&2; exit 1; }
 
 echo "== with perfmapd: the meter on the host mirrors <map-dir>/perf-<host pid>.map"
+# Every agent on the host mirrors every container and makes fork copies in
+# them, whatever its --map-dir: another agent's containers cost ours too,
+# and ours writes into theirs (their ns_copies_existing counts it).
+others=$(pgrep -x perfmapd | wc -l)
+[ "$others" = 0 ] || echo "  note: $others other perfmapd running on this host; both mirror all containers"
 MAPD=$WORK/maps RUND=$WORK/run
 mkdir -p "$MAPD" "$RUND"
 chmod 1777 "$MAPD"

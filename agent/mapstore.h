@@ -192,7 +192,7 @@ struct mapstore_ops {
 	/*
 	 * Exec at @at_ns: @pid's mirror so far, let go of (@mi); a new one
 	 * follows, beginning with what may have been written after @at_ns.
-	 * -ENOENT: none.
+	 * 1: it was only the fork's copy, unwritten; -ENOENT: none.
 	 */
 	int (*ns_exec)(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi);
 	/* Exit: @pid's mirror, up to date and ended (@mi). -ENOENT: none. */

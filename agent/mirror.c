@@ -303,13 +303,17 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 
 static int make_dest(struct mirrors *m, struct mirror *mi)
 {
+	mode_t mode = 0600;
 	char name[32];
 	struct stat st;
 	int fd;
 
+	/* As readable as the map it mirrors: a runtime's 0600 stays 0600 on the host. */
+	if (mi->src_fd >= 0 && !fstat(mi->src_fd, &st))
+		mode = st.st_mode & 0666;
 	map_name(mi->pid, name, sizeof(name));
 	fd = openat(m->cfg.map_dir_fd, name,
-		    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
 		if (errno == EEXIST) {
 			m->stats.dest_taken++;
@@ -319,7 +323,7 @@ static int make_dest(struct mirrors *m, struct mirror *mi)
 		return -errno;
 	}
 	/* The process's own file, as if its runtime had written it on the host. */
-	if (fchown(fd, mi->uid, mi->gid) || fstat(fd, &st)) {
+	if (fchown(fd, mi->uid, mi->gid) || fchmod(fd, mode) || fstat(fd, &st)) {
 		int err = -errno;
 
 		unlinkat(m->cfg.map_dir_fd, name, 0);
@@ -704,7 +708,8 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		if (n > 0)
 			child->dst_bytes += (uint64_t)n;
 	} else {
-		fd = nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid);
+		fd = fstat(parent->src_fd, &st) ? -errno :
+		     nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid, st.st_mode);
 		if (fd < 0) {
 			if (fd == -EEXIST)
 				m->stats.ns_copies_existing++;
@@ -784,7 +789,7 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	mi->dst_bytes = 0;
 	mi->stopped = false;
 	if (mi->src_fd >= 0 && drop_copy(m, mi))
-		return err;
+		return err ?: 1;
 	if (err || mi->src_fd < 0)
 		return err;
 	/*

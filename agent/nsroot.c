@@ -148,7 +148,7 @@ close_pfd:
 	return fd;
 }
 
-int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid)
+int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid, mode_t mode)
 {
 	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 				 RESOLVE_NO_XDEV;
@@ -157,11 +157,11 @@ int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid)
 
 	map_name(ns_pid, name, sizeof(name));
 	fd = openat2_fd(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0644, resolve);
+			mode & 0666, resolve);
 	if (fd < 0)
 		return fd;
-	/* The child's file, as a runtime's own would be; never left as root's. */
-	if (fchown(fd, uid, gid)) {
+	/* The child's file, as a runtime's own would be; never left as root's, nor the umask's. */
+	if (fchown(fd, uid, gid) || fchmod(fd, mode & 0666)) {
 		int err = -errno;
 
 		unlinkat(dirfd, name, 0);

@@ -46,8 +46,9 @@ int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st
 enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes);
 /*
  * Create perf-<@ns_pid>.map in @dirfd, never over anything, owned by
- * @uid:@gid: the fd (write-only, O_APPEND), or -errno (-EEXIST: there is one).
+ * @uid:@gid with @mode's permissions: the fd (write-only, O_APPEND), or
+ * -errno (-EEXIST: there is one).
  */
-int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid);
+int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid, mode_t mode);
 
 #endif /* PERFMAPD_NSROOT_H */

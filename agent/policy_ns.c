@@ -127,12 +127,18 @@ bool policy__ns_exec(struct policy *p, struct proc *pr, const struct policy_even
 {
 	const struct mapstore_ops *ops = p->store.ops;
 	struct map_info mi;
-	int err;
+	int err, got;
 
-	if ((pr->flags & PROC_MIRRORED) &&
-	    !ops->ns_exec(p->store.ctx, pr->tgid, ev->at.lo, &mi)) {
-		/* Lines that may be the new image's are in its new mirror too: none is lost. */
-		err = policy__move_away(p, pr->tgid, pr->start_ticks, ARCHIVE_EXEC, &mi, 0);
+	got = pr->flags & PROC_MIRRORED ? ops->ns_exec(p->store.ctx, pr->tgid, ev->at.lo, &mi) :
+					  -ENOENT;
+	if (got >= 0) {
+		/*
+		 * Lines that may be the new image's are in its new mirror too:
+		 * none is lost. Only the fork's copy, unwritten: dropped, as on
+		 * the host.
+		 */
+		err = policy__move_away(p, pr->tgid, pr->start_ticks,
+					got ? ARCHIVE_DROP : ARCHIVE_EXEC, &mi, 0);
 		pr_info("exec %d (%s): its mirror %s/perf-%d.map is the old image's: %s",
 			(int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
 			err ? strerror(-err) : "archived");

@@ -67,6 +67,7 @@ static struct fake {
 	int ns_attaches, ns_syncs, ns_copies, ns_execs, ns_ends;
 	pid_t ns_copy_parent;
 	uint64_t ns_exec_at;
+	bool ns_only_copy;         /* ns_exec: the mirror held only the fork's copy, unwritten */
 	int syncs_before_archive;  /* ns_syncs when the last archive() was called */
 } F;
 
@@ -299,7 +300,7 @@ static int fake_ns_exec(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *m
 	(void)ctx;
 	F.ns_execs++;
 	F.ns_exec_at = at_ns;
-	return fake_ns_let_go(pid, mi);
+	return fake_ns_let_go(pid, mi) ?: F.ns_only_copy;
 }
 
 static int fake_ns_end(void *ctx, pid_t pid, struct map_info *mi)
@@ -681,6 +682,18 @@ static void test_ns_exec_archives_the_old_images_mirror(void **state)
 	assert_int_equal(F.ns_attaches, 2);
 	send_ns(POLICY_EV_EXIT, 20, 0, 1 * SEC, 20 * SEC, 0);
 	assert_int_equal(F.ns_ends, 1);
+}
+
+static void test_ns_exec_drops_an_unwritten_fork_copy(void **state)
+{
+	(void)state;
+	F.ns_place[21] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 21, 1, 1 * SEC, 1 * SEC, 0);
+	put_map(21, 400, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.ns_only_copy = true;
+	send_ns(POLICY_EV_EXEC, 21, 0, 1 * SEC, 9 * SEC, 0);
+	assert_int_equal(F.archived[21], 1 + ARCHIVE_DROP);
+	assert_int_equal(stats()->exec_dropped, 1);
 }
 
 static void test_ns_host_path_is_cleared_before_mirroring(void **state)
@@ -2189,6 +2202,7 @@ int main(void)
 		T(test_ns_fork_of_a_mirrored_parent_copies_in_its_namespace),
 		T(test_ns_mirror_is_retained_at_exit_then_archived),
 		T(test_ns_exec_archives_the_old_images_mirror),
+		T(test_ns_exec_drops_an_unwritten_fork_copy),
 		T(test_ns_host_path_is_cleared_before_mirroring),
 		T(test_ns_process_moved_into_a_container_is_placed_at_its_exec),
 		T(test_exec_under_every_combination_of_evidence),

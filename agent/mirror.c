@@ -337,6 +337,22 @@ static int make_dest(struct mirrors *m, struct mirror *mi)
 	return 0;
 }
 
+/* Remove the mirror file the agent made, while its name is still that file. */
+static void drop_dest(struct mirrors *m, struct mirror *mi)
+{
+	char name[32];
+	struct stat st;
+
+	if (mi->dst_fd < 0)
+		return;
+	map_name(mi->pid, name, sizeof(name));
+	if (!fstatat(m->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    st.st_dev == mi->dst_dev && st.st_ino == mi->dst_ino)
+		unlinkat(m->cfg.map_dir_fd, name, 0);
+	close(mi->dst_fd);
+	mi->dst_fd = -1;
+}
+
 static void lag_sample(struct mirrors *m, uint64_t ns)
 {
 	uint64_t ms = ns / 1000000;
@@ -574,8 +590,13 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		*place = NS_MIRRORED;
 		return 0;
 	}
-	/* Elsewhere by now (a container's init moved into its root): the old one ends. */
+	/*
+	 * Elsewhere by now (a container's init moved into its root): the old
+	 * one ends, and what its exec began at the host path goes, being lines
+	 * of a map that is no longer the process's.
+	 */
 	if (mi) {
+		drop_dest(m, mi);
 		m->stats.ended++;
 		close_mirror(m, mi);
 	}
@@ -902,7 +923,8 @@ void mirrors__on_inotify(struct mirrors *m, uint64_t now_ns)
 	pid_t pid;
 	char *p;
 
-	for (;;) {
+	/* A bounded batch per wake-up: a container making files in a loop cannot hold the loop. */
+	for (int reads = 0; reads < 16; reads++) {
 		len = read(m->ifd, buf, sizeof(buf));
 		if (len <= 0)
 			return;

@@ -36,20 +36,22 @@ void policy__ns_track(struct proc *pr, const struct policy_event *ev, bool fresh
 }
 
 /*
- * Whatever is at a mirrored process's host path is never its own: it writes
- * in its own root. An earlier holder's map goes to the archive, another
- * user's is moved aside, a trap stays (and the mirror cannot be made).
+ * Whatever is at a newly mirrored process's host path is never its own: it
+ * writes in its own root. An earlier holder's map (@why ARCHIVE_STALE) or,
+ * for a host process moved into a container, its old image's (ARCHIVE_EXEC)
+ * goes to the archive; another user's is moved aside; a trap stays (and the
+ * mirror cannot be made).
  */
-static void clear_host_path(struct policy *p, struct proc *pr)
+static void clear_host_path(struct policy *p, struct proc *pr, enum archive_reason why)
 {
 	struct retained *r = retention__find(p->retained, pr->tgid);
-	uint64_t start_ticks = r ? r->start_ticks : 0;
+	uint64_t start_ticks = r ? r->start_ticks : pr->start_ticks;
 	struct map_info mi;
 	int err;
 
 	if (r)
 		retention__forget(p->retained, pr->tgid);
-	if (look(p, pr->tgid, pr->start.lo, &mi))
+	if (look(p, pr->tgid, why == ARCHIVE_STALE ? pr->start.lo : 0, &mi))
 		return;
 	if (mi.refused) {
 		policy__say_trap(p, "mirror", pr->tgid, &mi);
@@ -59,9 +61,11 @@ static void clear_host_path(struct policy *p, struct proc *pr)
 		policy__move_squatted(p, pr, "mirror", &mi);
 		return;
 	}
-	err = policy__move_away(p, pr->tgid, start_ticks, ARCHIVE_STALE, &mi, 0);
-	pr_info("mirror %d (%s): %s/perf-%d.map was an earlier process's: %s", (int)pr->tgid,
-		pr->comm, p->cfg.map_dir, (int)pr->tgid, err ? strerror(-err) : "archived");
+	err = policy__move_away(p, pr->tgid, start_ticks, why, &mi, 0);
+	pr_info("mirror %d (%s): %s/perf-%d.map was %s: %s", (int)pr->tgid, pr->comm,
+		p->cfg.map_dir, (int)pr->tgid,
+		why == ARCHIVE_STALE ? "an earlier process's" : "its image's before it moved in",
+		err ? strerror(-err) : "archived");
 }
 
 /* The child of a mirrored parent gets the parent's entries where it keeps its own. */
@@ -91,6 +95,7 @@ static void copy_in_namespace(struct policy *p, struct proc *pr, const struct po
 bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_event *ev,
 		      uint64_t now_ns)
 {
+	bool was_mirrored = pr->flags & PROC_MIRRORED;
 	const struct mapstore_ops *ops = p->store.ops;
 	enum ns_place place = NS_REFUSED;
 	int err = -ENOTSUP;
@@ -114,8 +119,10 @@ bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_eve
 		return true;
 	}
 	pr->flags = (pr->flags & ~PROC_FOREIGN_NS) | PROC_MIRRORED;
+	if (was_mirrored)
+		return false;  /* placed again at an exec: its mirror goes on */
 	p->stats.ns_mirrored++;
-	clear_host_path(p, pr);
+	clear_host_path(p, pr, ev->type == POLICY_EV_EXEC ? ARCHIVE_EXEC : ARCHIVE_STALE);
 	copy_in_namespace(p, pr, ev);
 	if (ops->ns_sync)
 		ops->ns_sync(p->store.ctx, pr->tgid);

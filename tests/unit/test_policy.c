@@ -68,6 +68,7 @@ static struct fake {
 	pid_t ns_copy_parent;
 	uint64_t ns_exec_at;
 	bool ns_only_copy;         /* ns_exec: the mirror held only the fork's copy, unwritten */
+	ino_t ns_new_mirror_ino;   /* ns_exec: the new mirror it made, at the path after the move */
 	int syncs_before_archive;  /* ns_syncs when the last archive() was called */
 } F;
 
@@ -264,6 +265,11 @@ static int fake_ns_attach(void *ctx, const struct ns_req *rq, enum ns_place *pla
 {
 	(void)ctx;
 	F.ns_attaches++;
+	/* The new mirror an exec began is at the path by the time the process is placed again. */
+	if (F.ns_new_mirror_ino) {
+		put_map(rq->pid, 10, span_at(F.now), ENTRIES_MAPPED);
+		F.ns_new_mirror_ino = 0;
+	}
 	*place = F.ns_place[rq->pid] ? (enum ns_place)(F.ns_place[rq->pid] - 1) : NS_REFUSED;
 	if (*place == NS_MIRRORED)
 		F.mirrored[rq->pid] = true;
@@ -298,9 +304,16 @@ static int fake_ns_let_go(pid_t pid, struct map_info *mi)
 static int fake_ns_exec(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 {
 	(void)ctx;
+	int err;
+
 	F.ns_execs++;
 	F.ns_exec_at = at_ns;
-	return fake_ns_let_go(pid, mi) ?: F.ns_only_copy;
+	err = fake_ns_let_go(pid, mi);
+	if (err || F.ns_only_copy)
+		return err ?: 1;
+	/* As the store does: the new mirror begins at once with lines read after the exec. */
+	F.ns_new_mirror_ino = ++F.next_ino;
+	return 0;
 }
 
 static int fake_ns_end(void *ctx, pid_t pid, struct map_info *mi)
@@ -680,6 +693,10 @@ static void test_ns_exec_archives_the_old_images_mirror(void **state)
 	assert_int_equal(stats()->exec_archived, 1);
 	/* Placed again (its root may have changed), and still mirrored: its exit ends it. */
 	assert_int_equal(F.ns_attaches, 2);
+	/* The new mirror at the path is the new image's: not cleared as an earlier holder's. */
+	assert_int_equal(F.archive_calls, 1);
+	assert_true(F.map[20].exists);
+	assert_int_equal(stats()->ns_mirrored, 1);
 	send_ns(POLICY_EV_EXIT, 20, 0, 1 * SEC, 20 * SEC, 0);
 	assert_int_equal(F.ns_ends, 1);
 }

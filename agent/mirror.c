@@ -32,6 +32,7 @@
 #define MIRRORS_MAX 65536
 #define DIRS_MAX 4096
 #define TAGS_MAX 16384
+#define ENDED_MAX 16384
 #define MARKS 8
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 
@@ -85,6 +86,23 @@ struct tag_rec {
 	char tag[CONTAINER_SHORT_LEN + 2];
 };
 
+/*
+ * A map a mirrored process left in its own root when it ended: a later
+ * process at its pid there (pid reuse in the container) must not take its
+ * entries for its own. Keyed by the file's inode number.
+ */
+struct ended_rec {
+	struct pidmap_node node;
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+};
+
+static pid_t ended_key(ino_t ino)
+{
+	return (pid_t)(ino % 0x7ffffffe) + 1;
+}
+
 struct uid_count {
 	struct pidmap_node node;     /* keyed by uid */
 	size_t n;
@@ -99,6 +117,7 @@ struct mirrors {
 	size_t ndirs;
 	struct pidmap by_pid;
 	struct pidmap tags;
+	struct pidmap ended;
 	struct pidmap uids;
 	struct budget *budget;
 	size_t poll_bucket;          /* where the last tick's polls stopped */
@@ -262,6 +281,44 @@ static uint64_t offset_before(const struct mirror *mi, uint64_t at_ns)
 	return mi->nmarks > MARKS ? oldest : 0;
 }
 
+/*
+ * Pid reuse inside a container: the map at the name is one an ended mirrored
+ * process left there (the same inode). Its entries are that process's, kept
+ * on the host by its own mirror. Unwritten since, it is removed, as the host
+ * archives an earlier holder's map; written since, only what follows it is
+ * this process's. True when the file is gone and @fd is not to be used.
+ */
+static bool earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st)
+{
+	struct ended_rec *e = (struct ended_rec *)pidmap_find(&m->ended,
+							      ended_key(st->st_ino));
+	struct stat at;
+	char name[32];
+
+	(void)fd;
+	if (!e || e->dev != st->st_dev || e->ino != st->st_ino)
+		return false;
+	pidmap_remove(&m->ended, e->node.pid);
+	map_name(mi->ns_pid, name, sizeof(name));
+	if ((uint64_t)st->st_size == e->size &&
+	    !fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) && at.st_dev == st->st_dev &&
+	    at.st_ino == st->st_ino && !unlinkat(mi->dir->fd, name, 0)) {
+		m->stats.ns_stale_removed++;
+		pr_info("mirror %d (%s): %s/%s in %s%s was an earlier process's, unwritten since it ended (its mirror has it); removed",
+			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
+			mi->tag[0] ? "container " : "its namespace", mi->tag[0] ? mi->tag + 1 : "");
+		free(e);
+		return true;
+	}
+	m->stats.ns_stale_skipped++;
+	mi->offset = e->size < (uint64_t)st->st_size ? e->size : 0;
+	pr_info("mirror %d (%s): %s/perf-%d.map holds an earlier process's entries; mirrored from byte %llu on",
+		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, (int)mi->ns_pid,
+		(unsigned long long)mi->offset);
+	free(e);
+	return false;
+}
+
 /* Open the mirror's source if it is there now; refusals are counted and said. */
 static void try_source(struct mirrors *m, struct mirror *mi)
 {
@@ -289,6 +346,10 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 	/* Another file at the name than the one mirrored so far: a new map, read from its start. */
 	if (st.st_dev != mi->src_dev || st.st_ino != mi->src_ino)
 		mi->offset = 0;
+	if (earlier_holders(m, mi, fd, &st)) {
+		close(fd);
+		return;
+	}
 	mi->src_fd = fd;
 	mi->src_dev = st.st_dev;
 	mi->src_ino = st.st_ino;
@@ -831,6 +892,25 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	return 0;
 }
 
+static void keep_ended(struct mirrors *m, const struct mirror *mi)
+{
+	struct ended_rec *e;
+	struct stat st;
+
+	if (mi->src_fd < 0 || fstat(mi->src_fd, &st) || m->ended.count >= ENDED_MAX)
+		return;
+	e = (struct ended_rec *)pidmap_remove(&m->ended, ended_key(st.st_ino));
+	if (!e)
+		e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->node.pid = ended_key(st.st_ino);
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->size = (uint64_t)st.st_size;
+	pidmap_insert(&m->ended, &e->node);
+}
+
 static void keep_tag(struct mirrors *m, const struct mirror *mi)
 {
 	struct tag_rec *t;
@@ -865,6 +945,7 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 	err = dest_info(mi, mi_out);
 	if (!err)
 		keep_tag(m, mi);
+	keep_ended(m, mi);
 	m->stats.ended++;
 	close_mirror(m, mi);
 	return err;
@@ -1034,6 +1115,7 @@ struct mirrors *mirrors__new(const struct mirror_config *cfg)
 	m->buf = malloc(PASS_BYTES);
 	m->budget = budget__new(cfg->rate, cfg->burst);
 	if (!m->buf || !m->budget || pidmap_init(&m->by_pid, 64) || pidmap_init(&m->tags, 64) ||
+	    pidmap_init(&m->ended, 64) ||
 	    pidmap_init(&m->uids, 16))
 		goto free_m;
 	m->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -1057,6 +1139,7 @@ void mirrors__free(struct mirrors *m)
 			close_mirror(m, (struct mirror *)n);
 	pidmap_fini(&m->by_pid);
 	pidmap_fini(&m->tags);
+	pidmap_fini(&m->ended);
 	pidmap_fini(&m->uids);
 	budget__free(m->budget);
 	free(m->buf);

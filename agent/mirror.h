@@ -37,6 +37,8 @@ struct mirror_stats {
 	uint64_t ns_copies, ns_copies_failed, ns_copies_existing;
 	uint64_t ns_copies_dropped;  /* unwritten at the child's exec: removed, as on the host */
 	uint64_t cut_at_exit;        /* more was written in the last tick than an exit reads */
+	uint64_t ns_stale_removed;   /* an ended process's map at a new holder's name, unwritten: removed */
+	uint64_t ns_stale_skipped;   /* ...written since: mirrored from where it had ended */
 	uint64_t shared;             /* in another namespace, but its map is the map dir's own */
 	uint64_t ambiguous;          /* two processes' maps at one name in the map dir: neither taken */
 	uint64_t over_limit;         /* past the bounds on mirrors or directories: not mirrored */

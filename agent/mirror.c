@@ -63,6 +63,10 @@ struct mirror {
 	int dst_fd;                  /* -1: not made yet */
 	dev_t dst_dev;
 	ino_t dst_ino;
+	/* The mirror an exec let go of, and how far it had read: taken back if it could not be moved. */
+	dev_t prev_dev;
+	ino_t prev_ino;
+	uint64_t prev_offset;
 	uint64_t dst_bytes;
 	uint64_t polled_ns;          /* last found up to date */
 	/* When how much of the source was read: which lines an exec's old image surely wrote. */
@@ -362,6 +366,42 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 		mi->tag[0] ? mi->tag + 1 : "", m->cfg.map_dir, (int)mi->pid);
 }
 
+/*
+ * The mirror an exec let go of is still at the path: it could not be moved
+ * (busy, the archive's queue full). The new image's lines go on in it, after
+ * the old one's, as they would without the agent: nothing is lost. 0, or -1
+ * (errno set) when the file there is not that mirror.
+ */
+static int take_back(struct mirrors *m, struct mirror *mi, const char *name)
+{
+	struct stat st;
+	int fd;
+
+	if (!mi->prev_ino) {
+		errno = EEXIST;
+		return -1;
+	}
+	fd = openat(m->cfg.map_dir_fd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) || st.st_dev != mi->prev_dev || st.st_ino != mi->prev_ino ||
+	    !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	mi->dst_fd = fd;
+	mi->dst_dev = st.st_dev;
+	mi->dst_ino = st.st_ino;
+	mi->dst_bytes = (uint64_t)st.st_size;
+	/* Its lines up to where it had read are in it already. */
+	if (mi->offset < mi->prev_offset)
+		mi->offset = mi->prev_offset;
+	mi->prev_ino = 0;
+	pr_info("mirror %d (%s): %s/%s could not be moved at its exec; the new image's lines follow the old one's in it",
+		(int)mi->pid, mi->comm, m->cfg.map_dir, name);
+	return 0;
+}
+
 static int make_dest(struct mirrors *m, struct mirror *mi)
 {
 	mode_t mode = 0600;
@@ -375,6 +415,8 @@ static int make_dest(struct mirrors *m, struct mirror *mi)
 	map_name(mi->pid, name, sizeof(name));
 	fd = openat(m->cfg.map_dir_fd, name,
 		    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EEXIST && !take_back(m, mi, name))
+		return 0;
 	if (fd < 0) {
 		if (errno == EEXIST) {
 			m->stats.dest_taken++;
@@ -395,6 +437,7 @@ static int make_dest(struct mirrors *m, struct mirror *mi)
 	mi->dst_dev = st.st_dev;
 	mi->dst_ino = st.st_ino;
 	mi->dst_bytes = 0;
+	mi->prev_ino = 0;
 	return 0;
 }
 
@@ -648,6 +691,7 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 	if (mi && mi->dir->dev == st.st_dev && mi->dir->ino == st.st_ino &&
 	    mi->ns_pid == rq->ns_pid) {
 		close(fd);
+		snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);  /* the new image's name */
 		*place = NS_MIRRORED;
 		return 0;
 	}
@@ -857,38 +901,36 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 		  uint64_t now_ns)
 {
 	struct mirror *mi = find(m, pid);
-	uint64_t from, to, off;
-	ssize_t n;
+	uint64_t from;
 	int err;
 
 	if (!mi)
 		return -ENOENT;
 	sync_mirror(m, mi, FINAL_BYTES, true, now_ns);
 	err = dest_info(mi, mi_out);
+	if (!err) {
+		mi->prev_dev = mi_out->dev;
+		mi->prev_ino = mi_out->ino;
+		mi->prev_offset = mi->offset;
+	}
 	if (mi->dst_fd >= 0)
 		close(mi->dst_fd);
 	mi->dst_fd = -1;
 	mi->dst_bytes = 0;
 	mi->stopped = false;
-	if (mi->src_fd >= 0 && drop_copy(m, mi))
+	if (mi->src_fd >= 0 && drop_copy(m, mi)) {
+		mi->prev_offset = 0;  /* the new image's map is a new file, read from its start */
 		return err ?: 1;
+	}
 	if (err || mi->src_fd < 0)
 		return err;
 	/*
-	 * Lines read after the exec may be the new image's: they begin its
-	 * new mirror too, so that what it wrote stays at its path.
+	 * Lines read after the exec may be the new image's: they begin its new
+	 * mirror too, read again once the caller has moved the old one away.
 	 */
 	from = offset_before(mi, at_ns);
-	to = mi->offset;
-	if (from >= to || to - from > FINAL_BYTES || make_dest(m, mi))
-		return 0;
-	for (off = from; off < to; off += (uint64_t)n) {
-		n = pread(mi->src_fd, m->buf, to - off < PASS_BYTES ? to - off : PASS_BYTES,
-			  (off_t)off);
-		if (n <= 0 || perfmap__write_all(mi->dst_fd, m->buf, (size_t)n))
-			break;
-		mi->dst_bytes += (uint64_t)n;
-	}
+	if (from < mi->offset)
+		mi->offset = from;
 	return 0;
 }
 
@@ -973,7 +1015,11 @@ bool mirrors__claims(const struct mirrors *m, pid_t name_pid, dev_t dev, ino_t i
 const char *mirrors__tag(const struct mirrors *m, pid_t pid, uint64_t start_ticks)
 {
 	const struct tag_rec *t = (const struct tag_rec *)pidmap_find(&m->tags, pid);
+	const struct mirror *mi = find(m, pid);
 
+	/* A live one's (its exec's archive), else an ended one's. */
+	if (mi && mi->start_ticks == start_ticks)
+		return mi->tag;
 	return t && t->start_ticks == start_ticks ? t->tag : "";
 }
 

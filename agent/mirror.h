@@ -78,8 +78,9 @@ void mirrors__sync(struct mirrors *m, pid_t pid, uint64_t now_ns);
 int mirrors__copy(struct mirrors *m, pid_t parent, const struct ns_req *rq, uint64_t now_ns);
 /*
  * Exec at @at_ns: the mirror so far is the old image's. It is brought up to
- * date and let go of (@mi: it, to archive), and a new one begins with the
- * lines that may have been written after @at_ns, and what is written next.
+ * date and let go of (@mi: it, to archive), and a new one begins, at the
+ * next sync (once the caller moved the old one away), with the lines that
+ * may have been written after @at_ns, and what is written next.
  * 1 when it held only the copy made at the fork, unwritten (removed in the
  * container too); -ENOENT when there was none.
  */

@@ -119,8 +119,12 @@ bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_eve
 		return true;
 	}
 	pr->flags = (pr->flags & ~PROC_FOREIGN_NS) | PROC_MIRRORED;
-	if (was_mirrored)
-		return false;  /* placed again at an exec: its mirror goes on */
+	if (was_mirrored) {
+		/* Placed again at an exec: its mirror goes on, the old one out of the way. */
+		if (ops->ns_sync)
+			ops->ns_sync(p->store.ctx, pr->tgid);
+		return false;
+	}
 	p->stats.ns_mirrored++;
 	clear_host_path(p, pr, ev->type == POLICY_EV_EXEC ? ARCHIVE_EXEC : ARCHIVE_STALE);
 	copy_in_namespace(p, pr, ev);

@@ -14,9 +14,10 @@ set -eu
 # vmlinux.h and the skeleton; libcap-ng to drop every capability but the few it
 # keeps once BPF is attached (Debian's, small, and its API sets the bounding
 # and ambient sets as well as the usual three). Integration tests: perf itself (linux-perf),
-# python3 to read `perfmapctl status --json` back.
+# python3 to read `perfmapctl status --json` back; podman and runc run the container
+# tests' containers (crun, podman's default, refuses a hybrid cgroup layout).
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3"
+libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc"
 
 missing=""
 for p in $PACKAGES; do

@@ -39,7 +39,7 @@ test:
 	@$(MAKE) --no-print-directory test-all
 
 test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test security-test \
-	agent-test-asan faults-test
+	container-test agent-test-asan faults-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -184,6 +184,17 @@ agent-test: all $(AGENT_TEST_BINS)
 security-test: all $(AGENT_TEST_BINS)
 	@bash tests/security/run.sh $(O) $(SECURITY_TESTS)
 
+# Containers (issue 10): real podman (runc) containers whose root is a
+# directory holding a statically linked test JIT, and unshare(1) namespaces; root.
+CONTAINER_TEST_BINS := $(O)/tests/forkjit-static
+
+$(O)/tests/forkjit-static: tests/agent/forkjit.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -static -o $@ $<
+
+container-test: all $(AGENT_TEST_BINS) $(CONTAINER_TEST_BINS)
+	@bash tests/containers/run.sh $(O) $(CONTAINER_TESTS)
+
 # The same scenarios against the sanitized agent: run.sh fails any that leaves a report.
 agent-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/agent/run.sh $(ASAN_AGENT) $(AGENT_TESTS_ASAN)
@@ -200,8 +211,8 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test security-test asan-agent agent-test-asan faults-test bench-parts \
-	bench-mirror
+.PHONY: test-all agent-test security-test container-test asan-agent agent-test-asan faults-test \
+	bench-parts bench-mirror
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.

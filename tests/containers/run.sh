@@ -1,0 +1,626 @@
+#!/usr/bin/env bash
+# Container tests of perfmapd (issue 10): real podman containers (runc, a root
+# made here from a statically linked test JIT, no image registry) and unshare(1)
+# namespaces, against the real agent.
+#
+#   tests/containers/run.sh BUILD_DIR [SCENARIO...]
+#
+# Every function named test_* below is a scenario; with no names, all run, in
+# the order they are defined. Each check records a pass or a fail; a scenario
+# that recorded nothing fails. Each agent has its own map, run and archive
+# directories under one private directory in /var/tmp; the containers' roots
+# are made there too. Every container, namespace and process a scenario starts
+# is removed when it ends, and on any exit.
+#
+# Needs root, a kernel that loads BPF tracepoint programs, podman and runc
+# (`make deps`). Where BPF cannot load it FAILS, unless PERFMAPD_SKIP_BPF=1;
+# without podman or runc it FAILS, unless PERFMAPD_SKIP_CONTAINERS=1; either
+# skips with a loud banner.
+set -u
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [SCENARIO...]}" && pwd)
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d /var/tmp/pmctr.XXXXXX)  # short: the socket path holds it
+. "$HERE/../agent/lib.sh"
+
+FORKJIT=$BUILD/tests/forkjit
+FORKJIT_STATIC=$BUILD/tests/forkjit-static
+PIDAT=$BUILD/tests/pidat
+PODMAN=(podman --runtime runc --cgroup-manager cgroupfs)
+# A container whose root is a directory: rlimits within the hard ones, no network to set up.
+PODMAN_RUN=(run -d --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:1000)
+CTR_PREFIX=pmctr-${WORK##*.}  # this run's container names
+CONTAINERS=()                 # names, removed at the scenario's end and at exit
+BG_PIDS=()                    # namespaces' processes and helpers, killed likewise
+HOLD_MS=600000                # a JIT that holds is killed by the test, not by time
+
+kill_started() {
+	local c p
+	for c in "${CONTAINERS[@]}"; do
+		"${PODMAN[@]}" rm -f -t 0 "$c" >/dev/null 2>&1
+	done
+	CONTAINERS=()
+	for p in "${BG_PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	for p in "${BG_PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	BG_PIDS=()
+}
+cleanup() {
+	kill_started
+	cleanup_agent
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+SUITE="perfmapd container tests"  # what skip_or_fail() (lib.sh) names
+
+# No podman or runc: a failure, or with PERFMAPD_SKIP_CONTAINERS=1 a loud skip.
+skip_or_fail_containers() {
+	if [ "${PERFMAPD_SKIP_CONTAINERS:-}" = 1 ]; then
+		banner "SKIPPED: $SUITE: $1 (PERFMAPD_SKIP_CONTAINERS=1)"
+		exit 0
+	fi
+	say "FAIL: $SUITE cannot run: $1"
+	say "      (run 'make deps', or set PERFMAPD_SKIP_CONTAINERS=1 to skip)"
+	exit 1
+}
+
+preflight() {
+	local d log=$WORK/preflight.log r out
+	[ "$(id -u)" = 0 ] || skip_or_fail "not root: BPF programs cannot be loaded"
+	[ -r /sys/kernel/btf/vmlinux ] || skip_or_fail "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	command -v podman >/dev/null || skip_or_fail_containers "podman is not installed"
+	command -v runc >/dev/null || skip_or_fail_containers "runc is not installed"
+	for b in "$FORKJIT" "$FORKJIT_STATIC" "$PIDAT"; do
+		[ -x "$b" ] || { say "FAIL: $b is missing (make container-test builds it)"; exit 1; }
+	done
+	r=$WORK/rootfs-preflight
+	"$HERE/mkrootfs.sh" "$r" "$FORKJIT_STATIC" || { say "FAIL: cannot build a container root"; exit 1; }
+	out=$("${PODMAN[@]}" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:1000 \
+		--rootfs "$r" /bin/forkjit --dir /tmp --entries 1 2>&1) ||
+		{ say "FAIL: podman cannot run a container from a directory here: $out"; exit 1; }
+	d=$(new_map_dir)
+	RUN_DIR=$WORK/run-preflight
+	if ! start_agent "$log" --map-dir "$d" --run-dir "$RUN_DIR" --archive-dir "$WORK/preflight-archive"; then
+		grep -q "bpf: cannot load" "$log" &&
+			skip_or_fail "perfmapd could not load its BPF program: $(grep -m1 'bpf: cannot load' "$log")"
+		say "FAIL: perfmapd did not start, and not for BPF: $(grep -m1 error "$log")"
+		exit 1
+	fi
+	stop_agent || { say "FAIL: preflight: perfmapd exited non-zero after SIGTERM"; exit 1; }
+	[ $FAILS -eq 0 ] || exit 1
+}
+
+# ---- helpers ----
+
+# agent_on NAME LABEL ARGS...: the agent on the caller's $d (made here unless
+# set), its archive $a and run directory $RUN_DIR, logging to $WORK/NAME.log.
+agent_on() {
+	local name=$1 label=$2
+	shift 2
+	[ -n "${d:-}" ] || d=$(new_map_dir)
+	a=$WORK/archive-$name
+	RUN_DIR=$WORK/run-$name
+	start_agent "$WORK/$name.log" --map-dir "$d" --run-dir "$RUN_DIR" --archive-dir "$a" "$@" ||
+		{ fail "$label: perfmapd did not start: $(grep -m1 -i 'error\|usage\|unknown\|unrecognized' "$WORK/$name.log")"; return 1; }
+}
+
+# new_rootfs NAME: a container root with the static test JIT as /bin/forkjit; prints its path.
+new_rootfs() {
+	"$HERE/mkrootfs.sh" "$WORK/rootfs-$1" "$FORKJIT_STATIC" >&2 && echo "$WORK/rootfs-$1"
+}
+
+# ctr_run NAME ROOTFS [PODMAN OPTION...] -- CMD...: a detached container named
+# $CTR_PREFIX-NAME (recorded for removal), started when this returns.
+ctr_run() {
+	local name=$CTR_PREFIX-$1 rootfs=$2 opts=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	CONTAINERS+=("$name")
+	"${PODMAN[@]}" "${PODMAN_RUN[@]}" --name "$name" "${opts[@]}" --rootfs "$rootfs" "$@" \
+		>"$WORK/ctr-$name.out" 2>&1 ||
+		{ say "podman run $name failed: $(cat "$WORK/ctr-$name.out")"; return 1; }
+}
+ctr_pid() { "${PODMAN[@]}" inspect -f '{{.State.Pid}}' "$CTR_PREFIX-$1"; }
+ctr_id() { "${PODMAN[@]}" inspect -f '{{.Id}}' "$CTR_PREFIX-$1"; }
+ctr_logs() { "${PODMAN[@]}" logs "$CTR_PREFIX-$1" 2>&1; }
+ctr_rm() {
+	"${PODMAN[@]}" rm -f -t 0 "$CTR_PREFIX-$1" >/dev/null 2>&1
+}
+# ctr_exited NAME: podman has seen the container's process exit.
+ctr_exited() { [ "$("${PODMAN[@]}" inspect -f '{{.State.Status}}' "$CTR_PREFIX-$1" 2>/dev/null)" = exited ]; }
+
+# The archive's suffix for PID: -c and 12 hex when its cgroup names a
+# container (64 hex), else nothing (contract: containers-spec "Exit").
+ctr_suffix_of() {
+	local id
+	id=$(grep -oE '[0-9a-f]{64}' "/proc/$1/cgroup" 2>/dev/null | head -n1)
+	[ -n "$id" ] && echo "-c${id:0:12}"
+}
+
+nspid_of() { awk '$1 == "NSpid:" { $1 = ""; print substr($0, 2) }' "/proc/$1/status" 2>/dev/null; }
+inner_nspid_of() { awk '$1 == "NSpid:" { print $NF }' "/proc/$1/status" 2>/dev/null; }
+uid_gid_of() { awk '$1 == "Uid:" { u = $2 } $1 == "Gid:" { g = $2 } END { print u ":" g }' "/proc/$1/status"; }
+owner_of() { stat -c '%u:%g' "$1" 2>/dev/null; }
+alive() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+gone() { ! alive "$1"; }
+same_inode() { [ "$(stat -L -c '%d:%i' "$1")" = "$(stat -L -c '%d:%i' "$2")" ]; }
+# same_map A B: both exist, non-empty, byte for byte equal.
+same_map() { [ -s "$1" ] && cmp -s "$1" "$2"; }
+# map_has FILE PREFIX N: FILE holds exactly N entries named PREFIX_*.
+map_has() { [ "$(grep -c " $2_" "$1" 2>/dev/null)" = "$3" ]; }
+ge() { [ "${1:-0}" -ge "$2" ]; }
+status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
+# status_sum_gt MAP_DIR KEY1 KEY2 N: KEY1 + KEY2 > N.
+status_sum_gt() {
+	local x y
+	x=$(status_of "$1" "$2")
+	y=$(status_of "$1" "$3")
+	[ $((${x:-0} + ${y:-0})) -gt "$4" ]
+}
+# status_line MAP_DIR KEY: the rest of KEY's line in `perfmapctl status`.
+status_line() {
+	"$BUILD/perfmapctl" status --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} 2>/dev/null |
+		awk -v k="$2:" '$1 == k { $1 = ""; print substr($0, 2) }'
+}
+status_line_has() { status_line "$1" "$2" | grep -q -- "$3"; }
+# The names of a map's entries, sorted: an archive is compacted, not a byte copy.
+names_of() { awk '{ print $3 }' "$1" 2>/dev/null | sort; }
+same_names() { [ -s "$1" ] && [ "$(names_of "$1")" = "$(names_of "$2")" ]; }
+# archive_of ARCHIVE PID SUFFIX: the archived map of PID (named perf-PID-TICKS<SUFFIX>.map).
+archive_of() {
+	local f
+	for f in "$1"/perf-"$2"-*.map; do
+		[[ ${f##*/} =~ ^perf-$2-[0-9]+$3\.map$ ]] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+archived() { archive_of "$@" >/dev/null; }
+
+# child_with_nspid PARENT NSPID: PARENT's child whose innermost pid is NSPID.
+child_with_nspid() {
+	local c
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		[ "$(inner_nspid_of "$c")" = "$2" ] && { echo "$c"; return 0; }
+	done
+	return 1
+}
+# descendant_named ROOT COMM: the first descendant of ROOT (or ROOT) running COMM.
+descendant_named() {
+	local p=$1 c
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && { echo "$p"; return 0; }
+	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+		descendant_named "$c" "$2" && return 0
+	done
+	return 1
+}
+# A process's pid, once it is there: find_pid VAR SECONDS FUNCTION ARGS...
+find_pid() {
+	local var=$1 secs=$2
+	shift 2
+	wait_for "$secs" eval "$var=\$($* 2>/dev/null)"'; [ -n "$'"$var"'" ]'
+}
+# The map directory's files that hold TOKEN (a canary's), none expected.
+leaks() { grep -rls -- "$1" "$d" "$a" 2>/dev/null; }
+fingerprint() { stat -c '%s %Y %h %u %a' "$1" && sha256sum <"$1"; }
+
+# ---- scenarios ----
+
+# A containerized JIT's map, mirrored to the host under its host pid while it
+# runs and grows, kept after it exits (retention), then archived with the
+# container's id, and still there after the container is removed.
+test_podman_mirror() {
+	local d='' a r pid id mapc mirror i addr arch
+	agent_on mirror podman_mirror --retention 3 || return
+	r=$(new_rootfs mirror) || { fail "podman_mirror: cannot build the container root"; return; }
+	ctr_run mirror "$r" -- /bin/forkjit --dir /tmp --entries 40 --prefix ctr_mirror --hold-ms "$HOLD_MS" ||
+		{ fail "podman_mirror: podman run failed"; return; }
+	pid=$(ctr_pid mirror)
+	id=$(ctr_id mirror)
+	mapc=$r/tmp/perf-1.map
+	mirror=$d/perf-$pid.map
+	check "podman_mirror: the container's /tmp is its root's own directory, no tmpfs over it" \
+		same_inode "$r/tmp" "/proc/$pid/root/tmp"
+	check "podman_mirror: the JIT (host pid $pid, NSpid '$(nspid_of "$pid")') wrote 40 entries in its /tmp" \
+		wait_for 5 map_has "$mapc" ctr_mirror 40
+	check "podman_mirror: the host mirror perf-$pid.map holds exactly the container's map" \
+		wait_for 5 same_map "$mirror" "$mapc" || { ls -l "$d"; tail -n 5 "$AGENT_LOG"; }
+	check "podman_mirror: the mirror is owned by the process's uid:gid ($(owner_of "$mirror"))" \
+		test "$(owner_of "$mirror")" = "$(uid_gid_of "$pid")"
+	check "podman_mirror: status: one mirror at least, and mirror_$pid names ns pid 1 and container ${id:0:12}" \
+		wait_for 5 eval 'status_ge "$d" mirrors 1 && status_line_has "$d" "mirror_$pid" "ns_pid=1 container=${id:0:12}"'
+	check "podman_mirror: the log says 'mirror $pid (forkjit)'" \
+		wait_for 5 grep -q "mirror $pid (forkjit)" "$AGENT_LOG"
+
+	# The JIT names more code later: 10 lines, then one in two writes (half a
+	# line must not be mirrored on its own).
+	addr=7f0000001000
+	for i in $(seq 0 9); do
+		printf '%x 20 ctr_mirror_late_%d\n' $((0x$addr + i * 32)) "$i" >>"/proc/$pid/root/tmp/perf-1.map"
+	done
+	printf '7f0000002000 20 ctr_mirror_split' >>"/proc/$pid/root/tmp/perf-1.map"
+	check "podman_mirror: 10 entries appended later are mirrored" \
+		wait_for 5 map_has "$mirror" ctr_mirror_late 10
+	check "podman_mirror: the mirror holds complete lines only (no half line mirrored)" \
+		eval '[ "$(tail -c 1 "$mirror" | od -An -c | tr -d " ")" = "\n" ] && ! grep -q "ctr_mirror_split$" "$mirror"'
+	printf '_done\n' >>"/proc/$pid/root/tmp/perf-1.map"
+	check "podman_mirror: the line, once complete, is mirrored whole; the mirror equals the map" \
+		wait_for 5 same_map "$mirror" "$mapc"
+
+	# Exit: the container's process dies; its root (a host directory) keeps the map.
+	kill -KILL "$pid"
+	wait_for 10 gone "$pid"
+	check "podman_mirror: after the exit the mirror is still at its path, drained (retention 3 s)" \
+		same_map "$mirror" "$mapc"
+	check "podman_mirror: then archived as perf-$pid-<ticks>-c${id:0:12}.map with all 51 entries" \
+		wait_for 10 eval 'arch=$(archive_of "$a" "$pid" "-c${id:0:12}") && same_names "$arch" "$mapc"' ||
+		{ ls -l "$a" "$d"; }
+	check "podman_mirror: and gone from the map directory" wait_for 5 test ! -e "$mirror"
+	ctr_rm mirror
+	check "podman_mirror: the container is removed (podman no longer knows it)" \
+		eval '! "${PODMAN[@]}" container exists "$CTR_PREFIX-mirror"'
+	check "podman_mirror: the agent still answers, and the archive still holds the map" \
+		eval 'status_ge "$d" pid 1 && same_names "$(archive_of "$a" "$pid" "-c${id:0:12}")" "$mapc"'
+	stop_agent || fail "podman_mirror: perfmapd exited non-zero"
+}
+
+# A JIT forks inside a container (as root, and as uid 1000): each child's copy
+# lands in the container's /tmp under its namespace pid, owned by the child,
+# and is mirrored to the host under the child's host pid.
+test_podman_fork() {
+	local d='' a r who pid nsc hostc copies=0 before
+	agent_on fork podman_fork || return
+	before=$(status_of "$d" ns_copies)
+	local -A user=([root]=0:0 [user]=1000:1000)
+	for who in root user; do
+		r=$(new_rootfs "fork-$who") || { fail "podman_fork: cannot build the container root"; return; }
+		ctr_run "fork-$who" "$r" --user "${user[$who]}" -- \
+			/bin/forkjit --dir /tmp --entries 25 --prefix "ctr_fork_$who" --children 2 --print-pids \
+			--fork-delay-ms 300 --wait-map-ms 10000 --child-hold-ms "$HOLD_MS" ||
+			{ fail "podman_fork: podman run ($who) failed"; return; }
+	done
+	for who in root user; do
+		r=$WORK/rootfs-fork-$who
+		pid=$(ctr_pid "fork-$who")
+		check "podman_fork: $who: the parent (host pid $pid, uid $(uid_gid_of "$pid")) is mirrored" \
+			wait_for 5 same_map "$d/perf-$pid.map" "$r/tmp/perf-1.map"
+		if ! wait_for 10 eval '[ "$(ctr_logs "fork-$who" | grep -c "^child ")" = 2 ]'; then
+			fail "podman_fork: $who: the JIT did not fork two children: $(ctr_logs "fork-$who")"
+			continue
+		fi
+		for nsc in $(ctr_logs "fork-$who" | awk '/^child / { print $2 }'); do
+			hostc=
+			find_pid hostc 5 child_with_nspid "$pid" "$nsc"
+			check "podman_fork: $who: child ns pid $nsc (host pid ${hostc:-?}): its copy /tmp/perf-$nsc.map in the container holds the parent's entries" \
+				wait_for 10 same_map "$r/tmp/perf-$nsc.map" "$r/tmp/perf-1.map" && copies=$((copies + 1))
+			[ -n "$hostc" ] || { fail "podman_fork: $who: no host pid for ns pid $nsc"; continue; }
+			check "podman_fork: $who: the copy is owned by the child's uid:gid ($(owner_of "$r/tmp/perf-$nsc.map"), child $(uid_gid_of "$hostc"))" \
+				test "$(owner_of "$r/tmp/perf-$nsc.map")" = "$(uid_gid_of "$hostc")"
+			check "podman_fork: $who: the host mirror perf-$hostc.map holds the child's copy" \
+				wait_for 10 same_map "$d/perf-$hostc.map" "$r/tmp/perf-$nsc.map"
+			check "podman_fork: $who: the child's mirror is owned by its uid:gid ($(owner_of "$d/perf-$hostc.map"))" \
+				test "$(owner_of "$d/perf-$hostc.map")" = "$(uid_gid_of "$hostc")"
+		done
+	done
+	check "podman_fork: status: ns_copies grew by the $copies copies ($before -> $(status_of "$d" ns_copies)), none failed" \
+		eval 'status_ge "$d" ns_copies $((before + copies)) && [ "$(status_of "$d" ns_copies_failed)" = 0 ]'
+	stop_agent || fail "podman_fork: perfmapd exited non-zero"
+}
+
+# Containers that plant traps at their map path, or a /tmp that is a link: the
+# agent reads and writes nothing outside them, says why it refused, and goes on
+# serving the host.
+test_podman_hostile() {
+	local d='' a r t pid token canary canary_hl decoy fp fp_hl fp_decoy out k n leaked rc
+	local -A pids base
+	agent_on hostile podman_hostile || return
+	token=PERFMAPD_CANARY_$RANDOM$RANDOM
+	canary=$WORK/canary
+	canary_hl=$WORK/canary-hardlink
+	decoy=$WORK/hostlike/perf-1.map   # where a /tmp -> $WORK/hostlike would lead, read on the host
+	mkdir -p "$WORK/outside" "$WORK/hostlike"
+	for f in "$canary" "$canary_hl" "$decoy"; do
+		printf '7f0000000000 10 %s\nroot:secret:%s\n' "$token" "$token" >"$f"
+		chmod 0600 "$f"
+	done
+	fp=$(fingerprint "$canary")
+	fp_hl=$(fingerprint "$canary_hl")
+	fp_decoy=$(fingerprint "$decoy")
+	for k in containers_refused refused_symlink refused_not_regular refused_hard_linked refused_too_large \
+		refused_sparse refused_tmp; do
+		base[$k]=$(status_of "$d" "$k")
+	done
+
+	# Planted before the container starts.
+	r=$(new_rootfs h-link) && mkdir -m 1777 "$r/jit" && ln -s "$canary" "$r/tmp/perf-1.map"
+	r=$(new_rootfs h-fifo) && mkdir -m 1777 "$r/jit" && mkfifo "$r/tmp/perf-1.map"
+	r=$(new_rootfs h-dir) && mkdir -m 1777 "$r/jit" && mkdir "$r/tmp/perf-1.map"
+	r=$(new_rootfs h-hard) && mkdir -m 1777 "$r/jit"
+	r=$(new_rootfs h-sparse)
+	r=$(new_rootfs h-tmplink) && rmdir "$r/tmp" && ln -s "$WORK/hostlike" "$r/tmp" &&
+		mkdir -p "$r$WORK/hostlike" && chmod 1777 "$r$WORK/hostlike"
+	r=$(new_rootfs h-tmproot) && rmdir "$r/tmp" && ln -s / "$r/tmp"
+	# Its children's map paths (whatever their ns pids) lead out of the container.
+	r=$(new_rootfs h-fork) && for n in $(seq 2 60); do
+		if [ $((n % 2)) = 0 ]; then
+			ln -s "$WORK/outside/child-$n.map" "$r/tmp/perf-$n.map"
+		else
+			ln -s "$canary" "$r/tmp/perf-$n.map"
+		fi
+	done
+	for t in h-link h-fifo h-dir h-hard; do
+		ctr_run "$t" "$WORK/rootfs-$t" -- /bin/forkjit --dir /jit --entries 3 --prefix "$t" --hold-ms "$HOLD_MS" ||
+			fail "podman_hostile: podman run $t failed"
+	done
+	ctr_run h-sparse "$WORK/rootfs-h-sparse" -- /bin/forkjit --dir /tmp --entries 3 --prefix h_sparse \
+		--sparse-mb 10240 --hold-ms "$HOLD_MS" || fail "podman_hostile: podman run h-sparse failed"
+	for t in h-tmplink h-tmproot; do
+		ctr_run "$t" "$WORK/rootfs-$t" -- /bin/forkjit --dir /tmp --entries 3 --prefix "$t" --hold-ms "$HOLD_MS" ||
+			fail "podman_hostile: podman run $t failed"
+	done
+	ctr_run h-fork "$WORK/rootfs-h-fork" -- /bin/forkjit --dir /tmp --entries 10 --prefix h_fork --children 3 \
+		--print-pids --fork-delay-ms 500 --child-hold-ms "$HOLD_MS" || fail "podman_hostile: podman run h-fork failed"
+	for t in h-link h-fifo h-dir h-hard h-sparse h-tmplink h-tmproot h-fork; do
+		pids[$t]=$(ctr_pid "$t" 2>/dev/null)
+	done
+	# Planted while it runs: a hard link to a root-owned file of the host.
+	ln "$canary_hl" "$WORK/rootfs-h-hard/tmp/perf-1.map"
+
+	check "podman_hostile: the sparse JIT made its map 10 GiB ($(stat -c %s "$WORK/rootfs-h-sparse/tmp/perf-1.map" 2>/dev/null) bytes)" \
+		wait_for 5 eval '[ "$(stat -c %s "$WORK/rootfs-h-sparse/tmp/perf-1.map" 2>/dev/null)" = $((10240 << 20)) ]'
+	check "podman_hostile: a map path that is a symlink is refused (refused_symlink ${base[refused_symlink]} -> ...)" \
+		wait_for 10 status_ge "$d" refused_symlink $((base[refused_symlink] + 1))
+	check "podman_hostile: a FIFO and a directory are refused (refused_not_regular ${base[refused_not_regular]} -> ...)" \
+		wait_for 10 status_ge "$d" refused_not_regular $((base[refused_not_regular] + 2))
+	check "podman_hostile: a hard link is refused (refused_hard_linked)" \
+		wait_for 10 status_ge "$d" refused_hard_linked $((base[refused_hard_linked] + 1))
+	check "podman_hostile: a 10 GiB sparse map is refused (refused_sparse or refused_too_large)" \
+		wait_for 10 status_sum_gt "$d" refused_sparse refused_too_large $((${base[refused_sparse]:-0} + ${base[refused_too_large]:-0}))
+	check "podman_hostile: a /tmp that is a symlink (to a host path, to /) is refused twice (refused_tmp)" \
+		wait_for 10 status_ge "$d" refused_tmp $((base[refused_tmp] + 2))
+	check "podman_hostile: containers_refused counts them ($(status_of "$d" containers_refused))" \
+		wait_for 10 status_ge "$d" containers_refused $((base[containers_refused] + 7))
+	out=$(grep -c ', refused$' "$AGENT_LOG")
+	check "podman_hostile: the log says so, each line ending ', refused' ($out lines)" ge "$out" 7
+	for k in "${!base[@]}"; do
+		say "    $k: ${base[$k]} -> $(status_of "$d" "$k")"
+	done
+
+	# The forks' children: the agent wrote through none of the planted links.
+	if wait_for 10 eval '[ "$(ctr_logs h-fork | grep -c "^child ")" = 3 ]'; then
+		check "podman_hostile: the forking JIT's parent is mirrored (host pid ${pids[h-fork]})" \
+			wait_for 5 same_map "$d/perf-${pids[h-fork]}.map" "$WORK/rootfs-h-fork/tmp/perf-1.map"
+		n=0
+		for k in $(ctr_logs h-fork | awk '/^child / { print $2 }'); do
+			[ -L "$WORK/rootfs-h-fork/tmp/perf-$k.map" ] && n=$((n + 1))
+		done
+		check "podman_hostile: its 3 children's planted links are still links ($n), refused" test "$n" = 3
+	else
+		fail "podman_hostile: the forking JIT did not fork: $(ctr_logs h-fork)"
+	fi
+
+	# Responsive while they run: status answers, a host JIT's children get their copies.
+	check "podman_hostile: perfmapctl status answers within 2 s" \
+		timeout 2 "$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" >/dev/null
+	"$FORKJIT" --dir "$d" --entries 50 --children 5 --wait-map-ms 10000 --prefix host_during \
+		>"$WORK/hostile-host.out" 2>&1
+	rc=$?
+	check "podman_hostile: a host JIT's 5 children got their copies meanwhile" test "$rc" = 0 ||
+		cat "$WORK/hostile-host.out"
+
+	check "podman_hostile: the canary is unchanged" test "$(fingerprint "$canary")" = "$fp"
+	check "podman_hostile: the hard-linked canary is unchanged (but for its link count)" \
+		test "$(fingerprint "$canary_hl" | sed 's/ 2 / 1 /')" = "$fp_hl"
+	check "podman_hostile: the host file a /tmp link names is unchanged" test "$(fingerprint "$decoy")" = "$fp_decoy"
+	leaked=$(leaks "$token")
+	check "podman_hostile: no file of the map directory or the archive holds the canary's content${leaked:+: $leaked}" \
+		test -z "$leaked"
+	check "podman_hostile: nothing was created outside the containers ($(ls "$WORK/outside" | wc -l) in the links' target directory, $(ls "$WORK/hostlike" | wc -l) beside the host decoy)" \
+		eval '[ -z "$(ls -A "$WORK/outside")" ] && [ "$(ls -A "$WORK/hostlike")" = perf-1.map ]'
+	n=0
+	for t in h-link h-fifo h-dir h-hard h-sparse h-tmplink h-tmproot; do
+		[ -n "${pids[$t]}" ] && [ -e "$d/perf-${pids[$t]}.map" ] && { n=$((n + 1)); say "    $t: $(ls -l "$d/perf-${pids[$t]}.map")"; }
+	done
+	check "podman_hostile: no refused container has a mirror ($n have)" test "$n" = 0
+	out=$(du -sk "$d" | awk '{ print $1 }')
+	check "podman_hostile: the map directory holds ${out} KiB (the sparse map was not copied)" test "$out" -lt 4096
+	check "podman_hostile: the agent is alive" kill -0 "$AGENT_PID"
+	stop_agent || fail "podman_hostile: perfmapd exited non-zero"
+}
+
+# The PrivateTmp= case: a private /tmp (a tmpfs in its own mount namespace), the
+# host's pid namespace. Mirrored under the same pid; nothing in the host's view.
+test_unshare_privatetmp() {
+	local d='' a nsd pid inns sfx
+	nsd=$(new_map_dir)  # the ns map dir as the host sees it: must stay empty
+	agent_on privatetmp unshare_privatetmp --ns-map-dir "$nsd" --retention 2 || return
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 15 --prefix ptmp --hold-ms "$2"' \
+		"$nsd" "$FORKJIT" "$HOLD_MS" &
+	pid=$!
+	BG_PIDS+=("$pid")
+	inns=/proc/$pid/root$nsd/perf-$pid.map
+	check "unshare_privatetmp: the JIT (pid $pid, NSpid '$(nspid_of "$pid")') wrote 15 entries in its private $nsd" \
+		wait_for 5 map_has "$inns" ptmp 15
+	check "unshare_privatetmp: in its own mount namespace, the host's pid namespace" \
+		eval '[ "$(readlink /proc/$pid/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] && [ "$(nspid_of "$pid")" = "$pid" ]'
+	check "unshare_privatetmp: mirrored to the host as perf-$pid.map, exactly" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	check "unshare_privatetmp: status: mirror_$pid has ns_pid=$pid" \
+		wait_for 5 status_line_has "$d" "mirror_$pid" "ns_pid=$pid "
+	check "unshare_privatetmp: the host's view of $nsd is empty, and no /tmp/perf-$pid.map" \
+		eval '[ -z "$(ls -A "$nsd")" ] && [ ! -e /tmp/perf-$pid.map ]'
+	sfx=$(ctr_suffix_of "$pid")
+	cp "$inns" "$WORK/privatetmp.map"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	check "unshare_privatetmp: after its exit (and its tmpfs gone) the map is archived as perf-$pid-<ticks>$sfx.map" \
+		wait_for 10 eval 'same_names "$(archive_of "$a" "$pid" "$sfx")" "$WORK/privatetmp.map"'
+	stop_agent || fail "unshare_privatetmp: perfmapd exited non-zero"
+}
+
+# A pid namespace sharing the host's map directory (unshare --pid, no /tmp of
+# its own): its perf-<ns pid>.map is mirrored under its host pid, and is never
+# taken for the map of the host process that has that pid.
+test_unshare_pidns_shared() {
+	local d a u pid h q c ctl out
+	d=$(new_map_dir)
+	agent_on pidns unshare_pidns_shared --ns-map-dir "$d" --retention 2 || return
+	unshare --pid --fork --kill-child "$FORKJIT" --dir "$d" --entries 10 --prefix pidns --hold-ms "$HOLD_MS" &
+	u=$!
+	BG_PIDS+=("$u")
+	pid=
+	find_pid pid 5 descendant_named "$u" forkjit
+	[ -n "$pid" ] || { fail "unshare_pidns_shared: no JIT under unshare $u"; return; }
+	BG_PIDS+=("$pid")
+	check "unshare_pidns_shared: the JIT (host pid $pid, NSpid '$(nspid_of "$pid")') wrote perf-1.map in the host map directory" \
+		wait_for 5 map_has "$d/perf-1.map" pidns 10
+	check "unshare_pidns_shared: mirrored as perf-$pid.map" wait_for 5 same_map "$d/perf-$pid.map" "$d/perf-1.map"
+	check "unshare_pidns_shared: status: mirror_$pid has ns_pid=1 container=-" \
+		wait_for 5 status_line_has "$d" "mirror_$pid" "ns_pid=1 container=- "
+
+	# The collision: host process H (no map of its own), and a JIT in a pid
+	# namespace (with its own /proc, so pidat can pick its pid) at ns pid H.
+	python3 -c '
+import os, signal, sys, time
+os.kill(os.getpid(), signal.SIGSTOP)       # until the namespace JIT is mirrored
+c = os.fork()
+if c == 0:
+    time.sleep(600)
+    os._exit(0)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(c))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+os.kill(os.getpid(), signal.SIGSTOP)       # until the test lets it exit
+os.kill(c, signal.SIGKILL)
+os.waitpid(c, 0)
+' "$WORK/h-child" &
+	h=$!
+	BG_PIDS+=("$h")
+	wait_for 5 is_stopped "$h" || { fail "unshare_pidns_shared: H ($h) did not stop"; return; }
+	unshare --pid --fork --mount --mount-proc --kill-child "$PIDAT" "$h" "$FORKJIT" --dir "$d" --entries 10 \
+		--prefix coll --hold-ms "$HOLD_MS" &
+	u=$!
+	BG_PIDS+=("$u")
+	q=
+	find_pid q 10 descendant_named "$u" forkjit
+	[ -n "$q" ] || { fail "unshare_pidns_shared: no JIT at ns pid $h under unshare $u"; return; }
+	BG_PIDS+=("$q")
+	check "unshare_pidns_shared: a JIT at ns pid $h, the pid of live host process H (its host pid $q, NSpid '$(nspid_of "$q")')" \
+		test "$(inner_nspid_of "$q")" = "$h"
+	check "unshare_pidns_shared: it wrote perf-$h.map in the host map directory" \
+		wait_for 5 map_has "$d/perf-$h.map" coll 10
+	check "unshare_pidns_shared: mirrored as perf-$q.map" wait_for 5 same_map "$d/perf-$q.map" "$d/perf-$h.map"
+	cp "$d/perf-$h.map" "$WORK/coll.map"
+	# H forks: its child must not get the namespace JIT's entries.
+	kill -CONT "$h"
+	c=
+	wait_for 5 eval 'c=$(cat "$WORK/h-child" 2>/dev/null); [ -n "$c" ]' || { fail "unshare_pidns_shared: H did not fork"; return; }
+	BG_PIDS+=("$c")
+	# A host fork after it: once its child has its copy, H's fork has been handled.
+	"$FORKJIT" --dir "$d" --entries 5 --children 1 --wait-map-ms 10000 --prefix barrier >"$WORK/barrier.out" 2>&1 ||
+		fail "unshare_pidns_shared: the barrier fork got no copy: $(cat "$WORK/barrier.out")"
+	check "unshare_pidns_shared: H's child ($c) got no copy of perf-$h.map" \
+		eval '[ ! -e "$d/perf-$c.map" ] && ! grep -q "coll_" "$d/perf-$c.map" 2>/dev/null'
+	# H exits; a host JIT exits after it: once that one is archived, H's retention is over too.
+	kill -CONT "$h"
+	wait "$h"
+	"$FORKJIT" --dir "$d" --entries 3 --prefix ctl &
+	ctl=$!
+	wait "$ctl"
+	check "unshare_pidns_shared: a host JIT that exited after H was archived (barrier)" \
+		wait_for 10 archived "$a" "$ctl" ""
+	check "unshare_pidns_shared: perf-$h.map was not archived as H's" eval '! archived "$a" "$h" ".*"'
+	check "unshare_pidns_shared: perf-$h.map is still in place, whole, while the namespace JIT lives" \
+		eval 'alive "$q" && same_map "$d/perf-$h.map" "$WORK/coll.map" && same_map "$d/perf-$q.map" "$WORK/coll.map"'
+	out=$(grep -E "\b($h|$c)\b" "$AGENT_LOG" | grep -iv "mirror $q" | head -n 5)
+	[ -z "$out" ] || say "    the log about pids $h and $c: $out"
+	stop_agent || fail "unshare_pidns_shared: perfmapd exited non-zero"
+}
+
+# Two nested pid namespaces, a private /tmp in the innermost mount namespace:
+# the map is at the innermost NSpid, mirrored under the host pid.
+test_unshare_nested() {
+	local d='' a nsd u pid inner inns sfx
+	nsd=$(new_map_dir)
+	agent_on nested unshare_nested --ns-map-dir "$nsd" --retention 2 || return
+	unshare --pid --fork --mount --mount-proc --kill-child \
+		unshare --pid --fork --mount-proc --kill-child sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" || exit 1; "$1" --dir "$0" --entries 12 --prefix nested --hold-ms "$2" & wait' \
+		"$nsd" "$FORKJIT" "$HOLD_MS" &
+	u=$!
+	BG_PIDS+=("$u")
+	pid=
+	find_pid pid 5 descendant_named "$u" forkjit
+	[ -n "$pid" ] || { fail "unshare_nested: no JIT under unshare $u"; return; }
+	BG_PIDS+=("$pid")
+	inner=$(inner_nspid_of "$pid")
+	check "unshare_nested: the JIT is two pid namespaces down (NSpid '$(nspid_of "$pid")')" \
+		eval '[ "$(nspid_of "$pid" | wc -w)" = 3 ]'
+	inns=/proc/$pid/root$nsd/perf-$inner.map
+	check "unshare_nested: it wrote 12 entries in its private $nsd/perf-$inner.map" wait_for 5 map_has "$inns" nested 12
+	check "unshare_nested: mirrored under its host pid as perf-$pid.map" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	check "unshare_nested: status: mirror_$pid has ns_pid=$inner (the innermost)" \
+		wait_for 5 status_line_has "$d" "mirror_$pid" "ns_pid=$inner "
+	check "unshare_nested: the host's view of $nsd is empty" eval '[ -z "$(ls -A "$nsd")" ]'
+	sfx=$(ctr_suffix_of "$pid")
+	cp "$inns" "$WORK/nested.map"
+	kill -KILL "$pid"
+	check "unshare_nested: after its exit the map is archived as perf-$pid-<ticks>$sfx.map" \
+		wait_for 10 eval 'same_names "$(archive_of "$a" "$pid" "$sfx")" "$WORK/nested.map"'
+	stop_agent || fail "unshare_nested: perfmapd exited non-zero"
+}
+
+# Exec inside a container: the old image's mirror is archived, a new one
+# continues for the new image. (--init: the JIT is not the namespace's init,
+# which could not stop itself.)
+test_podman_exec() {
+	local d='' a r pid nsp id arch
+	agent_on exec podman_exec --retention 2 || return
+	r=$(new_rootfs exec) || { fail "podman_exec: cannot build the container root"; return; }
+	# The new image stops itself at once: the agent handles the exec before it writes.
+	ctr_run exec "$r" --init -- /bin/forkjit --dir /tmp --entries 6 --prefix before --exec \
+		/bin/forkjit --stop-first --dir /tmp --entries 4 --prefix after --hold-ms "$HOLD_MS" ||
+		{ fail "podman_exec: podman run failed"; return; }
+	id=$(ctr_id exec)
+	pid=
+	find_pid pid 5 descendant_named "$(ctr_pid exec)" forkjit
+	[ -n "$pid" ] || { fail "podman_exec: no JIT in the container"; return; }
+	nsp=$(inner_nspid_of "$pid")
+	check "podman_exec: the JIT (host pid $pid, NSpid '$(nspid_of "$pid")') wrote 6 entries, exec'd, and the new image is stopped" \
+		wait_for 5 eval 'is_stopped "$pid" && grep -q " before_5$" "$r/tmp/perf-$nsp.map"'
+	check "podman_exec: the old image's mirror is archived (perf-$pid-<ticks>-c${id:0:12}.map, 6 entries)" \
+		wait_for 10 eval 'arch=$(archive_of "$a" "$pid" "-c${id:0:12}") && map_has "$arch" before 6' ||
+		{ ls -l "$a" "$d"; }
+	kill -CONT "$pid"
+	check "podman_exec: a new mirror perf-$pid.map holds the new image's 4 entries" \
+		wait_for 5 map_has "$d/perf-$pid.map" after 4
+	check "podman_exec: and none of the old image's" eval '! grep -q " before_" "$d/perf-$pid.map"'
+	stop_agent || fail "podman_exec: perfmapd exited non-zero"
+}
+
+# ---- running them ----
+
+scenario_done() {
+	kill_started
+	cleanup_agent
+	sanitizer_check
+}
+
+pick_scenarios "$0" "$@"
+preflight
+SECONDS=0
+run_scenarios "container tests"
+rc=$?
+say "container tests: ${SECONDS}s"
+exit $rc

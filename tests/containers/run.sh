@@ -457,8 +457,8 @@ test_unshare_privatetmp() {
 	nsd=$(new_map_dir)  # the ns map dir as the host sees it: must stay empty
 	agent_on privatetmp unshare_privatetmp --ns-map-dir "$nsd" --retention 2 || return
 	unshare --mount --propagation private sh -c \
-		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 15 --prefix ptmp --hold-ms "$2"' \
-		"$nsd" "$FORKJIT" "$HOLD_MS" &
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --startup-ms "$3" --dir "$0" --entries 15 --prefix ptmp --hold-ms "$2"' \
+		"$nsd" "$FORKJIT" "$HOLD_MS" "$STARTUP_MS" &
 	pid=$!
 	BG_PIDS+=("$pid")
 	inns=/proc/$pid/root$nsd/perf-$pid.map

@@ -423,7 +423,7 @@ test_podman_hostile() {
 
 	# Responsive while they run: status answers, a host JIT's children get their copies.
 	check "podman_hostile: perfmapctl status answers within 2 s" \
-		timeout 2 "$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" >/dev/null
+		eval 'timeout 2 "$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" >/dev/null'
 	"$FORKJIT" --dir "$d" --entries 50 --children 5 --wait-map-ms 10000 --prefix host_during \
 		>"$WORK/hostile-host.out" 2>&1
 	rc=$?

@@ -34,10 +34,10 @@ CONTAINERS=()                 # names, removed at the scenario's end and at exit
 BG_PIDS=()                    # namespaces' processes and helpers, killed likewise
 HOLD_MS=600000                # a JIT that holds is killed by the test, not by time
 # A JIT started by an exec (runc's, unshare's, pidat's) writes its map at once,
-# often before the agent has handled that exec: podman_mirror keeps it so (the
-# race is the agent's to win); the other scenarios let STARTUP_MS pass first,
-# as a runtime's start-up does, so that each tests its own case.
-STARTUP_MS=300
+# often before the agent has handled that exec: the lines it wrote then must
+# begin its new mirror (the race is the agent's to win). STARTUP_MS=300 gives
+# the JITs a runtime's start-up instead, to look at one case at a time.
+STARTUP_MS=${STARTUP_MS:-0}
 
 kill_started() {
 	local c p

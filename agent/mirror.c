@@ -45,6 +45,10 @@ struct nsdir {
 	ino_t ino;
 	bool is_map_dir;
 	size_t refs;
+	/* The mount namespace it was last resolved for, and when: for processes gone before they are looked at. */
+	uint64_t mnt_ns;
+	uint64_t resolved_ns;
+	char tag[CONTAINER_SHORT_LEN + 2];  /* the container of the processes that use it, if any */
 	struct pidmap by_name;       /* its mirrors, by the pid in their map's name */
 };
 
@@ -143,7 +147,8 @@ static struct mirror *find(const struct mirrors *m, pid_t pid)
 
 /* ---- directories ---- */
 
-static struct nsdir *dir_get(struct mirrors *m, int fd, const struct stat *st)
+static struct nsdir *dir_get(struct mirrors *m, int fd, const struct stat *st, uint64_t mnt_ns,
+			     uint64_t now_ns)
 {
 	char self[32];
 	struct nsdir *d;
@@ -152,6 +157,8 @@ static struct nsdir *dir_get(struct mirrors *m, int fd, const struct stat *st)
 		if (d->dev == st->st_dev && d->ino == st->st_ino) {
 			close(fd);
 			d->refs++;
+			d->mnt_ns = mnt_ns;
+			d->resolved_ns = now_ns;
 			return d;
 		}
 	if (m->ndirs >= DIRS_MAX)
@@ -163,6 +170,8 @@ static struct nsdir *dir_get(struct mirrors *m, int fd, const struct stat *st)
 	d->dev = st->st_dev;
 	d->ino = st->st_ino;
 	d->refs = 1;
+	d->mnt_ns = mnt_ns;
+	d->resolved_ns = now_ns;
 	d->is_map_dir = st->st_dev == m->map_dev && st->st_ino == m->map_ino;
 	d->wd = -1;
 	if (!d->is_map_dir) {
@@ -203,6 +212,26 @@ static void dir_put(struct mirrors *m, struct nsdir *d)
 	close(d->fd);
 	pidmap_fini(&d->by_name);  /* empty: its nodes were taken out by their mirrors */
 	free(d);
+}
+
+/*
+ * The directory last resolved for @mnt_ns, with a reference: for a process
+ * that was gone before its fork was read (its /proc/<pid>/root with it), its
+ * mount namespace's. A namespace whose root changed (a container's init
+ * pivots) was resolved again by each later process, the newest wins.
+ */
+static struct nsdir *dir_of_mnt_ns(struct mirrors *m, uint64_t mnt_ns)
+{
+	struct nsdir *d, *best = NULL;
+
+	if (!mnt_ns)
+		return NULL;
+	for (d = m->dirs; d; d = d->next)
+		if (d->mnt_ns == mnt_ns && (!best || d->resolved_ns > best->resolved_ns))
+			best = d;
+	if (best)
+		best->refs++;
+	return best;
 }
 
 static struct nsdir *dir_of_wd(const struct mirrors *m, int wd)
@@ -676,6 +705,24 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 
 	*place = NS_REFUSED;
 	fd = nsroot_open_dir(rq->pid, m->cfg.ns_map_dir, &st, &why);
+	if (fd == -ESRCH && mi) {
+		/* Gone since its exec: its mirror goes on where it was, until its exit ends it. */
+		*place = NS_MIRRORED;
+		return 0;
+	}
+	if (fd == -ESRCH) {
+		/* Gone already: its mount namespace's directory, if a process of it was looked at. */
+		d = dir_of_mnt_ns(m, rq->mnt_ns);
+		if (!d)
+			return fd;
+		if (d->is_map_dir && rq->ns_pid == rq->pid) {
+			dir_put(m, d);
+			m->stats.shared++;
+			*place = NS_OURS;
+			return 0;
+		}
+		goto make;
+	}
 	if (fd < 0) {
 		if (!why)
 			return fd;
@@ -692,6 +739,8 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 	    mi->ns_pid == rq->ns_pid) {
 		close(fd);
 		snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);  /* the new image's name */
+		mi->dir->mnt_ns = rq->mnt_ns;
+		mi->dir->resolved_ns = now_ns;
 		*place = NS_MIRRORED;
 		return 0;
 	}
@@ -712,13 +761,14 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		*place = NS_OURS;
 		return 0;
 	}
-	if (m->by_pid.count >= MIRRORS_MAX) {
-		close(fd);
+	d = dir_get(m, fd, &st, rq->mnt_ns, now_ns);
+	if (!d) {
 		m->stats.over_limit++;
 		return 0;
 	}
-	d = dir_get(m, fd, &st);
-	if (!d) {
+make:
+	if (m->by_pid.count >= MIRRORS_MAX) {
+		dir_put(m, d);
 		m->stats.over_limit++;
 		return 0;
 	}
@@ -748,7 +798,9 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 	mi->polled_ns = now_ns;
 	snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);
 	if (!container_of(rq->pid, &cid) && cid.id[0])
-		snprintf(mi->tag, sizeof(mi->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
+		snprintf(d->tag, sizeof(d->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
+	/* Its directory's container (a process gone before it was read has no cgroup to read). */
+	memcpy(mi->tag, d->tag, sizeof(mi->tag));
 	pidmap_insert(&m->by_pid, &mi->node);
 	pidmap_insert(&d->by_name, &mi->name_node);
 	m->stats.started++;
@@ -977,6 +1029,8 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 
 	if (!mi)
 		return -ENOENT;
+	/* A map made just before the exit, before its creation was read: it is there still. */
+	try_source(m, mi);
 	sync_mirror(m, mi, FINAL_BYTES, true, now_ns);
 	if (mi->behind > PASS_BYTES) {
 		/* More than an exit's read was written in its last tick: the rest is not mirrored. */

@@ -101,12 +101,14 @@ bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_eve
 	int err = -ENOTSUP;
 	struct ns_req rq;
 
-	(void)now_ns;
 	pr->mnt_ns = ev->mnt_ns;
 	rq = ns_req_of(pr);
 	if (ops->ns_attach && pr->ns_pid)
 		err = ops->ns_attach(p->store.ctx, &rq, &place);
 	if (err || place == NS_REFUSED) {
+		/* A mirror it had ends here, and stays for the retention, as at an exit. */
+		if (was_mirrored)
+			policy__ns_end(p, pr, now_ns);
 		/* Gone already, or refused (said by the store): left alone, as before mirrors. */
 		pr->flags = (pr->flags & ~PROC_MIRRORED) | PROC_FOREIGN_NS;
 		p->stats.foreign_ns++;

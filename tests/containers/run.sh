@@ -595,6 +595,55 @@ test_unshare_nested() {
 	stop_agent || fail "unshare_nested: perfmapd exited non-zero"
 }
 
+# Pid reuse inside a pid namespace with a private map directory: the map an
+# ended process left at its pid there is never the next holder's. The first
+# JIT (ns pid 50) writes and exits at once; its mirror keeps its entries and
+# is archived. The next process at ns pid 50 waits before writing: the agent
+# finds the old file unwritten since and removes it there, so the new holder's
+# map, in the namespace and mirrored, holds only its own entries.
+first_mirrored() {
+	local f
+	for f in "$1"/perf-*.map; do
+		map_has "$f" first 5 && return 0
+	done
+	return 1
+}
+test_unshare_pid_reuse() {
+	local d='' a nsd u p1='' p2='' inns
+	nsd=$(new_map_dir)
+	agent_on reuse unshare_pid_reuse --ns-map-dir "$nsd" --retention 30 || return
+	mkfifo "$WORK/reuse.go"
+	unshare --pid --fork --mount --mount-proc --kill-child sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" || exit 1
+		"$1" 50 "$2" --dir "$0" --entries 5 --prefix first || exit 1
+		read -r go <"$4"
+		exec "$1" 50 "$2" --startup-ms 500 --dir "$0" --entries 3 --prefix second --hold-ms "$3"' \
+		"$nsd" "$PIDAT" "$FORKJIT" "$HOLD_MS" "$WORK/reuse.go" &
+	u=$!
+	BG_PIDS+=("$u")
+	# The first JIT's mirror, made at its exit at the latest, holds its 5 entries.
+	check "unshare_pid_reuse: the first JIT at ns pid 50 wrote and exited; its mirror holds its 5 entries" \
+		wait_for 10 first_mirrored "$d"
+	p1=$(grep -l " first_" "$d"/perf-*.map | head -1)
+	p1=${p1##*/perf-}
+	p1=${p1%.map}
+	echo go >"$WORK/reuse.go"
+	find_pid p2 5 descendant_named "$u" forkjit
+	[ -n "$p2" ] || { fail "unshare_pid_reuse: no second JIT under unshare $u"; return; }
+	BG_PIDS+=("$p2")
+	inns=/proc/$p2/root$nsd/perf-50.map
+	check "unshare_pid_reuse: the second JIT (host pid $p2, NSpid '$(nspid_of "$p2")') holds ns pid 50 too" \
+		test "$(inner_nspid_of "$p2")" = 50
+	check "unshare_pid_reuse: its map in the namespace holds its own 3 entries and none of the first's" \
+		wait_for 10 eval 'map_has "$inns" second 3 && ! grep -q " first_" "$inns"'
+	check "unshare_pid_reuse: mirrored as perf-$p2.map, exactly" wait_for 5 same_map "$d/perf-$p2.map" "$inns"
+	check "unshare_pid_reuse: the old file was removed there, unwritten since its process ended (ns_stale_removed)" \
+		status_ge "$d" ns_stale_removed 1
+	check "unshare_pid_reuse: the first JIT's mirror perf-$p1.map still holds its 5 entries, retained" \
+		map_has "$d/perf-$p1.map" first 5
+	stop_agent || fail "unshare_pid_reuse: perfmapd exited non-zero"
+}
+
 # Exec inside a container: the old image's mirror is archived, a new one
 # continues for the new image. Both images stop themselves at once (so the
 # JIT runs under --init: a namespace's init cannot stop itself): the old

@@ -713,6 +713,24 @@ static void test_ns_exec_drops_an_unwritten_fork_copy(void **state)
 	assert_int_equal(stats()->exec_dropped, 1);
 }
 
+static void test_ns_mirror_ends_when_it_cannot_be_placed_again(void **state)
+{
+	(void)state;
+	F.ns_place[22] = 1 + NS_MIRRORED;
+	send_ns(POLICY_EV_FORK, 22, 1, 1 * SEC, 1 * SEC, 0);
+	put_map(22, 400, span_at(2 * SEC), ENTRIES_MAPPED);
+	/* Its new image's directory is refused: the mirror it had ends, kept for the retention. */
+	F.ns_place[22] = 0;
+	F.mirrored[22] = true;
+	send_ns(POLICY_EV_EXEC, 22, 0, 1 * SEC, 9 * SEC, 0);
+	assert_int_equal(F.ns_ends, 1);
+	assert_false(F.mirrored[22]);
+	assert_int_equal(stats()->foreign_ns, 1);
+	/* Its exit does not end it twice. */
+	send_ns(POLICY_EV_EXIT, 22, 0, 1 * SEC, 20 * SEC, 0);
+	assert_int_equal(F.ns_ends, 1);
+}
+
 static void test_ns_host_path_is_cleared_before_mirroring(void **state)
 {
 	(void)state;
@@ -2220,6 +2238,7 @@ int main(void)
 		T(test_ns_mirror_is_retained_at_exit_then_archived),
 		T(test_ns_exec_archives_the_old_images_mirror),
 		T(test_ns_exec_drops_an_unwritten_fork_copy),
+		T(test_ns_mirror_ends_when_it_cannot_be_placed_again),
 		T(test_ns_host_path_is_cleared_before_mirroring),
 		T(test_ns_process_moved_into_a_container_is_placed_at_its_exec),
 		T(test_exec_under_every_combination_of_evidence),

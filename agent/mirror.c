@@ -1,4 +1,9 @@
-/* Mirrors of maps in other namespaces at the host's path, and fork copies inside containers. */
+/*
+ * Mirrors of maps in other namespaces at the host's path: each one's source
+ * opened inside its process's root, its complete lines appended to
+ * <map dir>/perf-<host pid>.map, a bounded amount per tick; followed across
+ * an exec, a rewrite and a replaced file; drained at the exit.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,128 +16,15 @@
 
 #include "budget.h"
 #include "clock.h"
-#include "log.h"
 #include "mapname.h"
-#include "mirror.h"
+#include "mirror_internal.h"
 #include "perfmap_tools.h"
-#include "pidmap.h"
-
-/* Bounds on what processes in other namespaces can make the agent do (per tick, per uid, in all). */
-#define PASS_BYTES (256u << 10)       /* read of one mirror at a time */
-#define TICK_BYTES (8u << 20)         /* read of all mirrors in one tick */
-#define TICK_POLLS 4096               /* mirrors looked at in one tick */
-#define FINAL_BYTES (4u << 20)        /* read at an exit or exec, past the budgets */
-/*
- * Open mirrors (an fd on the source, one on the mirror) per uid; root's
- * processes (every rootful container's) only within the whole. Waiting ones
- * cost memory only, and are bounded in all.
- */
-#define MIRRORS_PER_UID 1024
-#define MIRRORS_OPEN_MAX 16384
-#define MIRRORS_MAX 65536
-#define DIRS_MAX 4096
-#define TAGS_MAX 16384
-#define ENDED_MAX 16384
-#define MARKS 8
-#define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
-
-/* A directory where processes in other namespaces write maps: a container's /tmp, or ours. */
-struct nsdir {
-	struct nsdir *next;
-	int fd;                      /* O_PATH, resolved inside a root */
-	int wd;                      /* its inotify watch; -1: none (the map dir: mapwatch's) */
-	dev_t dev;
-	ino_t ino;
-	bool is_map_dir;
-	size_t refs;
-	/* The mount namespace it was last resolved for, and when: for processes gone before they are looked at. */
-	uint64_t mnt_ns;
-	uint64_t resolved_ns;
-	char tag[CONTAINER_SHORT_LEN + 2];  /* the container of the processes that use it, if any */
-	struct pidmap by_name;       /* its mirrors, by the pid in their map's name */
-};
-
-struct mirror {
-	struct pidmap_node node;     /* by host pid */
-	struct pidmap_node name_node; /* in dir->by_name, by its own pid */
-	struct nsdir *dir;
-	pid_t pid, ns_pid;
-	uint64_t start_ticks;
-	uid_t uid;
-	gid_t gid;
-	int src_fd;                  /* -1: waiting for its map to appear */
-	dev_t src_dev;
-	ino_t src_ino;
-	uint64_t offset;             /* of the source, mirrored: complete lines */
-	int dst_fd;                  /* -1: not made yet */
-	dev_t dst_dev;
-	ino_t dst_ino;
-	/* The mirror an exec let go of, and how far it had read: taken back if it could not be moved. */
-	dev_t prev_dev;
-	ino_t prev_ino;
-	uint64_t prev_offset;
-	uint64_t dst_bytes;
-	uint64_t polled_ns;          /* last found up to date */
-	/* When how much of the source was read: which lines an exec's old image surely wrote. */
-	struct { uint64_t ns, offset; } marks[MARKS];
-	unsigned int nmarks;
-	uint64_t behind;             /* bytes of the source not mirrored yet */
-	bool stopped;                /* at the size bound, or a line too long: no more reads */
-	bool over_limit;             /* counted once as over the bounds on open mirrors */
-	/* The copy made for it at a fork, as made: an exec finding it unwritten removes it. */
-	dev_t copy_dev;
-	ino_t copy_ino;
-	uint64_t copy_size;
-	char tag[CONTAINER_SHORT_LEN + 2];
-	char comm[LOG_COMM_LEN];
-};
 
 /* The container of an ended mirror, until its map is archived. */
 struct tag_rec {
 	struct pidmap_node node;
 	uint64_t start_ticks;
 	char tag[CONTAINER_SHORT_LEN + 2];
-};
-
-/*
- * A map a mirrored process left in its own root when it ended: a later
- * process at its pid there (pid reuse in the container) must not take its
- * entries for its own. Keyed by the file's inode number.
- */
-struct ended_rec {
-	struct pidmap_node node;
-	dev_t dev;
-	ino_t ino;
-	uint64_t size;
-};
-
-static pid_t ended_key(ino_t ino)
-{
-	return (pid_t)(ino % 0x7ffffffe) + 1;
-}
-
-struct uid_count {
-	struct pidmap_node node;     /* keyed by uid */
-	size_t n;
-};
-
-struct mirrors {
-	struct mirror_config cfg;
-	dev_t map_dev;
-	ino_t map_ino;
-	int ifd;
-	struct nsdir *dirs;
-	size_t ndirs;
-	struct pidmap by_pid;
-	struct pidmap tags;
-	struct pidmap ended;
-	struct pidmap uids;
-	struct budget *budget;
-	size_t poll_bucket;          /* where the last tick's polls stopped */
-	size_t open;                 /* mirrors holding their source open */
-	bool rescan_pending;         /* inotify overflowed: look for every waiting map */
-	char *buf;
-	struct mirror_stats stats;
 };
 
 static struct mirror *mirror_of_name(struct pidmap_node *n)
@@ -145,112 +37,16 @@ static struct mirror *find(const struct mirrors *m, pid_t pid)
 	return (struct mirror *)pidmap_find(&m->by_pid, pid);
 }
 
-/* ---- directories ---- */
-
-static struct nsdir *dir_get(struct mirrors *m, int fd, const struct stat *st, uint64_t mnt_ns,
-			     uint64_t now_ns)
+const char *mirror__where(const struct mirror *mi)
 {
-	char self[32];
-	struct nsdir *d;
-
-	for (d = m->dirs; d; d = d->next)
-		if (d->dev == st->st_dev && d->ino == st->st_ino) {
-			close(fd);
-			d->refs++;
-			d->mnt_ns = mnt_ns;
-			d->resolved_ns = now_ns;
-			return d;
-		}
-	if (m->ndirs >= DIRS_MAX)
-		goto close_fd;
-	d = calloc(1, sizeof(*d));
-	if (!d || pidmap_init(&d->by_name, 16))
-		goto free_dir;
-	d->fd = fd;
-	d->dev = st->st_dev;
-	d->ino = st->st_ino;
-	d->refs = 1;
-	d->mnt_ns = mnt_ns;
-	d->resolved_ns = now_ns;
-	d->is_map_dir = st->st_dev == m->map_dev && st->st_ino == m->map_ino;
-	d->wd = -1;
-	if (!d->is_map_dir) {
-		/* The magic link names exactly the directory resolved, not whatever is at its path now. */
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		d->wd = inotify_add_watch(m->ifd, self, WATCH_MASK);
-		if (d->wd < 0)
-			pr_warn("mirror: cannot watch a directory of another namespace: %s; its new maps are found at the next fork or exec",
-				strerror(errno));
-	}
-	d->next = m->dirs;
-	m->dirs = d;
-	m->ndirs++;
-	return d;
-free_dir:
-	if (d)
-		pidmap_fini(&d->by_name);
-	free(d);
-close_fd:
-	close(fd);
-	return NULL;
+	return mi->where;
 }
 
-static void dir_put(struct mirrors *m, struct nsdir *d)
-{
-	struct nsdir **pp;
-
-	if (!d || --d->refs)
-		return;
-	for (pp = &m->dirs; *pp; pp = &(*pp)->next)
-		if (*pp == d) {
-			*pp = d->next;
-			break;
-		}
-	m->ndirs--;
-	if (d->wd >= 0)
-		inotify_rm_watch(m->ifd, d->wd);
-	close(d->fd);
-	pidmap_fini(&d->by_name);  /* empty: its nodes were taken out by their mirrors */
-	free(d);
-}
-
-/*
- * The directory last resolved for @mnt_ns, with a reference: for a process
- * that was gone before its fork was read (its /proc/<pid>/root with it), its
- * mount namespace's. A namespace whose root changed (a container's init
- * pivots) was resolved again by each later process, the newest wins.
- */
-static struct nsdir *dir_of_mnt_ns(struct mirrors *m, uint64_t mnt_ns)
-{
-	struct nsdir *d, *best = NULL;
-
-	if (!mnt_ns)
-		return NULL;
-	for (d = m->dirs; d; d = d->next)
-		if (d->mnt_ns == mnt_ns && (!best || d->resolved_ns > best->resolved_ns))
-			best = d;
-	if (best)
-		best->refs++;
-	return best;
-}
-
-static struct nsdir *dir_of_wd(const struct mirrors *m, int wd)
-{
-	struct nsdir *d;
-
-	for (d = m->dirs; d; d = d->next)
-		if (d->wd == wd)
-			return d;
-	return NULL;
-}
-
-/* ---- per-uid counts ---- */
-
-static struct uid_count *uid_count(struct mirrors *m, uid_t uid, bool make)
+struct uid_count *mirror__uid(struct mirrors *m, uid_t uid)
 {
 	struct uid_count *u = (struct uid_count *)pidmap_find(&m->uids, (pid_t)uid);
 
-	if (u || !make)
+	if (u)
 		return u;
 	u = calloc(1, sizeof(*u));
 	if (!u)
@@ -260,27 +56,35 @@ static struct uid_count *uid_count(struct mirrors *m, uid_t uid, bool make)
 	return u;
 }
 
-/* ---- the mirror itself ---- */
+/* ---- refusals, counted once per file ---- */
 
-static void say_refused(const struct mirrors *m, const struct mirror *mi, enum ns_refusal why,
-			const struct stat *st)
+static void refuse(struct mirrors *m, struct mirror *mi, enum ns_refusal why,
+		   const struct stat *st)
 {
 	char name[32];
 
-	map_name(mi->ns_pid, name, sizeof(name));
-	if (!st || log_first_time(st->st_dev, st->st_ino, name))
-		pr_warn("mirror %d (%s): %s/%s in %s%s %s", (int)mi->pid, mi->comm,
-			m->cfg.ns_map_dir, name, mi->tag[0] ? "container " : "its namespace",
-			mi->tag[0] ? mi->tag + 1 : "", ns_refusal_str(why));
-}
-
-static void refuse(struct mirrors *m, const struct mirror *mi, enum ns_refusal why,
-		   const struct stat *st)
-{
+	if (st && st->st_dev == mi->refused_dev && st->st_ino == mi->refused_ino)
+		return;  /* looked at again (a retry): counted already */
+	if (st) {
+		mi->refused_dev = st->st_dev;
+		mi->refused_ino = st->st_ino;
+	}
 	m->stats.refused[why]++;
 	m->stats.refused_total++;
-	say_refused(m, mi, why, st);
+	map_name(mi->ns_pid, name, sizeof(name));
+	if (!st || log_first_time(st->st_dev, st->st_ino, name))
+		pr_warn("mirror %d (%s): %s/%s in %s %s", (int)mi->pid, mi->comm, m->cfg.ns_map_dir,
+			name, mirror__where(mi), ns_refusal_str(why));
 }
+
+static void stop(struct mirrors *m, struct mirror *mi, const char *why)
+{
+	mi->stopped = true;
+	pr_warn("mirror %d (%s): %s; mirrored no further, %llu bytes at %s/perf-%d.map", (int)mi->pid,
+		mi->comm, why, (unsigned long long)mi->dst_bytes, m->cfg.map_dir, (int)mi->pid);
+}
+
+/* ---- marks: how far the source was read, when ---- */
 
 static void mark(struct mirror *mi, uint64_t now_ns)
 {
@@ -297,8 +101,8 @@ static void mark(struct mirror *mi, uint64_t now_ns)
  */
 static uint64_t offset_before(const struct mirror *mi, uint64_t at_ns)
 {
-	uint64_t best = 0, oldest = UINT64_MAX;
 	unsigned int i, n = mi->nmarks < MARKS ? mi->nmarks : MARKS;
+	uint64_t best = 0, oldest = UINT64_MAX;
 	bool found = false;
 
 	for (i = 0; i < n; i++) {
@@ -314,46 +118,32 @@ static uint64_t offset_before(const struct mirror *mi, uint64_t at_ns)
 	return mi->nmarks > MARKS ? oldest : 0;
 }
 
-/*
- * Pid reuse inside a container: the map at the name is one an ended mirrored
- * process left there (the same inode). Its entries are that process's, kept
- * on the host by its own mirror. Unwritten since, it is removed, as the host
- * archives an earlier holder's map; written since, only what follows it is
- * this process's. True when the file is gone and @fd is not to be used.
- */
-static bool earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st)
-{
-	struct ended_rec *e = (struct ended_rec *)pidmap_find(&m->ended,
-							      ended_key(st->st_ino));
-	struct stat at;
-	char name[32];
+/* ---- the source ---- */
 
-	(void)fd;
-	if (!e || e->dev != st->st_dev || e->ino != st->st_ino)
-		return false;
-	pidmap_remove(&m->ended, e->node.pid);
-	map_name(mi->ns_pid, name, sizeof(name));
-	if ((uint64_t)st->st_size == e->size &&
-	    !fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) && at.st_dev == st->st_dev &&
-	    at.st_ino == st->st_ino && !unlinkat(mi->dir->fd, name, 0)) {
-		m->stats.ns_stale_removed++;
-		pr_info("mirror %d (%s): %s/%s in %s%s was an earlier process's, unwritten since it ended (its mirror has it); removed",
-			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
-			mi->tag[0] ? "container " : "its namespace", mi->tag[0] ? mi->tag + 1 : "");
-		free(e);
-		return true;
-	}
-	m->stats.ns_stale_skipped++;
-	mi->offset = e->size < (uint64_t)st->st_size ? e->size : 0;
-	pr_info("mirror %d (%s): %s/perf-%d.map holds an earlier process's entries; mirrored from byte %llu on",
-		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, (int)mi->ns_pid,
-		(unsigned long long)mi->offset);
-	free(e);
-	return false;
+void mirror__close_source(struct mirrors *m, struct mirror *mi)
+{
+	struct uid_count *u = mirror__uid(m, mi->uid);
+
+	if (mi->src_fd < 0)
+		return;
+	close(mi->src_fd);
+	mi->src_fd = -1;
+	if (u && u->open)
+		u->open--;
+	m->open--;
 }
 
-/* Open the mirror's source if it is there now; refusals are counted and said. */
-static void try_source(struct mirrors *m, struct mirror *mi)
+/*
+ * The owner of a map is its process's uid (root's too, in a container's own
+ * directory: a runtime that dropped root after making it). In the host's
+ * map directory, a name is any host process's: only the process's own.
+ */
+static bool owner_ok(const struct mirror *mi, const struct stat *st)
+{
+	return st->st_uid == mi->uid || (st->st_uid == 0 && !mi->dir->is_map_dir);
+}
+
+void mirror__try_source(struct mirrors *m, struct mirror *mi)
 {
 	struct uid_count *u;
 	enum ns_refusal why;
@@ -362,8 +152,8 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 
 	if (mi->src_fd >= 0 || mi->stopped)
 		return;
-	u = uid_count(m, mi->uid, true);
-	if (!u || m->open >= MIRRORS_OPEN_MAX || (mi->uid && u->n >= MIRRORS_PER_UID)) {
+	u = mirror__uid(m, mi->uid);
+	if (!u || m->open >= MIRRORS_OPEN_MAX || (mi->uid && u->open >= MIRRORS_PER_UID)) {
 		if (!mi->over_limit) {
 			mi->over_limit = true;
 			m->stats.over_limit++;
@@ -376,88 +166,114 @@ static void try_source(struct mirrors *m, struct mirror *mi)
 			refuse(m, mi, why, &st);
 		return;
 	}
+	if (!owner_ok(mi, &st)) {
+		close(fd);
+		refuse(m, mi, NSR_OWNER, &st);
+		return;
+	}
 	/* Another file at the name than the one mirrored so far: a new map, read from its start. */
 	if (st.st_dev != mi->src_dev || st.st_ino != mi->src_ino)
 		mi->offset = 0;
-	if (earlier_holders(m, mi, fd, &st)) {
+	if (mirror__earlier_holders(m, mi, fd, &st)) {
 		close(fd);
 		return;
 	}
 	mi->src_fd = fd;
 	mi->src_dev = st.st_dev;
 	mi->src_ino = st.st_ino;
+	mi->mode = st.st_mode & 0666;
 	mi->nmarks = 0;
-	u->n++;
+	u->open++;
 	m->open++;
 	mark(mi, clock_boot_ns());
-	pr_info("mirror %d (%s): %s/perf-%d.map in %s%s -> %s/perf-%d.map", (int)mi->pid, mi->comm,
-		m->cfg.ns_map_dir, (int)mi->ns_pid, mi->tag[0] ? "container " : "its namespace",
-		mi->tag[0] ? mi->tag + 1 : "", m->cfg.map_dir, (int)mi->pid);
+	pr_info("mirror %d (%s): %s/perf-%d.map in %s -> %s/perf-%d.map", (int)mi->pid, mi->comm,
+		m->cfg.ns_map_dir, (int)mi->ns_pid, mirror__where(mi), m->cfg.map_dir, (int)mi->pid);
 }
+
+/*
+ * Its name holds another file than the open source (a runtime that renames
+ * a new map over its old one): the old one's last lines are mirrored, the
+ * new one is followed from its start.
+ */
+static void follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns)
+{
+	struct stat st;
+	char name[32];
+
+	if (mi->src_fd >= 0) {
+		map_name(mi->ns_pid, name, sizeof(name));
+		if (fstatat(mi->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    (st.st_dev == mi->src_dev && st.st_ino == mi->src_ino))
+			return;
+		mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
+		mirror__close_source(m, mi);
+	}
+	mirror__try_source(m, mi);
+	mirror__sync(m, mi, PASS_BYTES, false, now_ns);
+}
+
+/* ---- the mirror file ---- */
 
 /*
  * The mirror an exec let go of is still at the path: it could not be moved
  * (busy, the archive's queue full). The new image's lines go on in it, after
- * the old one's, as they would without the agent: nothing is lost. 0, or -1
- * (errno set) when the file there is not that mirror.
+ * the old one's, as they would without the agent: nothing is lost. 0, or
+ * -EEXIST when the file there is not that mirror.
  */
 static int take_back(struct mirrors *m, struct mirror *mi, const char *name)
 {
 	struct stat st;
 	int fd;
 
-	if (!mi->prev_ino) {
-		errno = EEXIST;
-		return -1;
-	}
+	if (!mi->prev_ino)
+		return -EEXIST;
 	fd = openat(m->cfg.map_dir_fd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) || st.st_dev != mi->prev_dev || st.st_ino != mi->prev_ino ||
 	    !S_ISREG(st.st_mode)) {
 		if (fd >= 0)
 			close(fd);
-		errno = EEXIST;
-		return -1;
+		return -EEXIST;
 	}
 	mi->dst_fd = fd;
 	mi->dst_dev = st.st_dev;
 	mi->dst_ino = st.st_ino;
+	/* Its size is its owner's to change: past the bound, it is at the bound. */
 	mi->dst_bytes = (uint64_t)st.st_size;
-	/* Its lines up to where it had read are in it already. */
 	if (mi->offset < mi->prev_offset)
-		mi->offset = mi->prev_offset;
+		mi->offset = mi->prev_offset;  /* its lines up to there are in it already */
 	mi->prev_ino = 0;
 	pr_info("mirror %d (%s): %s/%s could not be moved at its exec; the new image's lines follow the old one's in it",
 		(int)mi->pid, mi->comm, m->cfg.map_dir, name);
 	return 0;
 }
 
-static int make_dest(struct mirrors *m, struct mirror *mi)
+int mirror__make_dest(struct mirrors *m, struct mirror *mi)
 {
-	mode_t mode = 0600;
+	mode_t mode = mi->mode ? mi->mode : 0600;
 	char name[32];
 	struct stat st;
-	int fd;
+	int fd, err;
 
-	/* As readable as the map it mirrors: a runtime's 0600 stays 0600 on the host. */
-	if (mi->src_fd >= 0 && !fstat(mi->src_fd, &st))
-		mode = st.st_mode & 0666;
 	map_name(mi->pid, name, sizeof(name));
+	/* As readable as the map it mirrors: a runtime's 0600 stays 0600 on the host. */
 	fd = openat(m->cfg.map_dir_fd, name,
 		    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0 && errno == EEXIST && !take_back(m, mi, name))
-		return 0;
 	if (fd < 0) {
-		if (errno == EEXIST) {
+		err = -errno;
+		if (err == -EEXIST && !take_back(m, mi, name))
+			return 0;
+		/* Another file there (a busy move, a planted one): tried again at each tick, said once. */
+		if (err == -EEXIST && !mi->dest_blocked) {
+			mi->dest_blocked = true;
 			m->stats.dest_taken++;
-			pr_warn("mirror %d (%s): %s/%s is another file; not mirrored", (int)mi->pid,
-				mi->comm, m->cfg.map_dir, name);
+			pr_warn("mirror %d (%s): %s/%s is another file; mirrored once it is gone",
+				(int)mi->pid, mi->comm, m->cfg.map_dir, name);
 		}
-		return -errno;
+		return err;
 	}
 	/* The process's own file, as if its runtime had written it on the host. */
 	if (fchown(fd, mi->uid, mi->gid) || fchmod(fd, mode) || fstat(fd, &st)) {
-		int err = -errno;
-
+		err = -errno;
 		unlinkat(m->cfg.map_dir_fd, name, 0);
 		close(fd);
 		return err;
@@ -467,6 +283,7 @@ static int make_dest(struct mirrors *m, struct mirror *mi)
 	mi->dst_ino = st.st_ino;
 	mi->dst_bytes = 0;
 	mi->prev_ino = 0;
+	mi->dest_blocked = false;
 	return 0;
 }
 
@@ -486,6 +303,26 @@ static void drop_dest(struct mirrors *m, struct mirror *mi)
 	mi->dst_fd = -1;
 }
 
+/* The mirror file as the policy sees a map: for retention and the archive. */
+static int dest_info(const struct mirror *mi, struct map_info *out)
+{
+	struct stat st;
+
+	if (mi->dst_fd < 0 || fstat(mi->dst_fd, &st))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	out->size = st.st_size;
+	out->disk_bytes = (uint64_t)st.st_blocks * 512;
+	out->uid = st.st_uid;
+	out->born = SPAN_UNKNOWN;
+	out->seen_ns = clock_boot_ns();
+	return 0;
+}
+
+/* ---- bringing a mirror up to date ---- */
+
 static void lag_sample(struct mirrors *m, uint64_t ns)
 {
 	uint64_t ms = ns / 1000000;
@@ -493,13 +330,6 @@ static void lag_sample(struct mirrors *m, uint64_t ns)
 	if (ms > m->stats.lag_max_ms)
 		m->stats.lag_max_ms = ms;
 	m->stats.lag[ms < MIRROR_LAG_BINS ? ms : MIRROR_LAG_BINS - 1]++;
-}
-
-static void stop(struct mirrors *m, struct mirror *mi, const char *why)
-{
-	mi->stopped = true;
-	pr_warn("mirror %d (%s): %s; mirrored no further, %llu bytes at %s/perf-%d.map", (int)mi->pid,
-		mi->comm, why, (unsigned long long)mi->dst_bytes, m->cfg.map_dir, (int)mi->pid);
 }
 
 static size_t count_lines(const char *p, size_t n)
@@ -515,57 +345,101 @@ static size_t count_lines(const char *p, size_t n)
 }
 
 /*
- * One pass over @mi: its complete lines not mirrored yet, up to @cap bytes
- * (and its uid's budget unless @final), appended to the mirror in one write.
- * True when it is up to date afterwards (nothing complete left to read).
+ * Its runtime wrote it anew (shorter than what was read, or no longer a line
+ * end where reading stopped: a JVM's Compiler.perfmap rewrites the whole
+ * file). The mirror follows: emptied and read again from the start, so that
+ * it never holds more than its map.
+ */
+static bool rewritten(struct mirror *mi, const struct stat *st)
+{
+	char last;
+
+	if ((uint64_t)st->st_size < mi->offset)
+		return true;
+	return mi->offset && (pread(mi->src_fd, &last, 1, (off_t)mi->offset - 1) != 1 || last != '\n');
+}
+
+static void restart(struct mirrors *m, struct mirror *mi)
+{
+	m->stats.rewritten++;
+	mi->offset = 0;
+	mi->nmarks = 0;
+	if (mi->dst_fd >= 0 && !ftruncate(mi->dst_fd, 0))
+		mi->dst_bytes = 0;
+}
+
+/* The whole lines in m->buf's first @got bytes appended: their length, or -errno. */
+static long append_lines(struct mirrors *m, struct mirror *mi, size_t got)
+{
+	char *nl = got ? memrchr(m->buf, '\n', got) : NULL;
+	size_t whole = nl ? (size_t)(nl - m->buf) + 1 : 0;
+	int err;
+
+	if (!whole)
+		return 0;
+	err = perfmap__write_all(mi->dst_fd, m->buf, whole);
+	if (err) {
+		/* A part written (a full disk): taken back, no torn line stays. */
+		if (ftruncate(mi->dst_fd, (off_t)mi->dst_bytes))
+			pr_debug("mirror %d: cannot cut a partial append: %s", (int)mi->pid,
+				 strerror(errno));
+		return err;
+	}
+	return (long)whole;
+}
+
+/*
+ * One pass over @mi: its complete lines not mirrored yet, up to @cap bytes,
+ * appended to the mirror in one write; charged to its uid's budget (as a
+ * debt when @final: an exit or exec reads what is there). True when it is
+ * up to date afterwards (nothing complete left to read).
  */
 static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool final,
 		      uint64_t now_ns, size_t *spent)
 {
-	enum ns_refusal why;
-	size_t want, got, whole;
+	size_t want, got;
 	uint64_t had;
 	struct stat st;
-	int err;
 	ssize_t n;
-	char *nl;
+	long whole;
 
 	*spent = 0;
-	if (mi->src_fd < 0 || mi->stopped)
+	if (mi->src_fd < 0 || mi->stopped || fstat(mi->src_fd, &st))
 		return true;
-	if (fstat(mi->src_fd, &st))
-		return true;
-	why = nsroot_check(&st, 0);
-	if (why == NSR_SPARSE) {
+	if (nsroot_check(&st, 0) == NSR_SPARSE) {
 		/* A hole made after it was opened: gigabytes of nothing to read. */
-		refuse(m, mi, why, NULL);
+		refuse(m, mi, NSR_SPARSE, NULL);
 		stop(m, mi, "its map became sparse");
 		return true;
 	}
-	/* Cut short by its runtime (a restart writing it anew): read again from the start. */
-	if ((uint64_t)st.st_size < mi->offset)
-		mi->offset = 0;
+	if ((uint64_t)st.st_size != mi->offset && rewritten(mi, &st))
+		restart(m, mi);
 	mi->behind = (uint64_t)st.st_size - mi->offset;
 	if (!mi->behind)
 		return true;
+	/* Its host path first: nothing is read for a mirror that cannot be written. */
+	if (mi->dst_fd < 0 && mirror__make_dest(m, mi))
+		return false;
+	if (m->cfg.max_bytes && mi->dst_bytes >= m->cfg.max_bytes) {
+		m->stats.over_size++;
+		stop(m, mi, "the mirror reached --max-map-bytes");
+		return true;
+	}
 	had = mi->behind;
 	want = mi->behind < cap ? (size_t)mi->behind : cap;
-	if (m->cfg.max_bytes && mi->dst_bytes + want > m->cfg.max_bytes) {
+	if (m->cfg.max_bytes && want > m->cfg.max_bytes - mi->dst_bytes)
 		want = (size_t)(m->cfg.max_bytes - mi->dst_bytes);
-		if (!want) {
-			m->stats.over_size++;
-			stop(m, mi, "the mirror reached --max-map-bytes");
-			return true;
-		}
-	}
 	if (!final && !budget__take(m->budget, mi->uid, want, now_ns))
 		return false;
 	n = pread(mi->src_fd, m->buf, want, (off_t)mi->offset);
 	got = n > 0 ? (size_t)n : 0;
-	nl = got ? memrchr(m->buf, '\n', got) : NULL;
-	whole = nl ? (size_t)(nl - m->buf) + 1 : 0;
-	if (!final)
-		budget__settle(m->budget, mi->uid, want, whole);
+	whole = append_lines(m, mi, got);
+	budget__settle(m->budget, mi->uid, final ? 0 : want, whole > 0 ? (uint64_t)whole : 0);
+	if (whole < 0) {
+		pr_warn("mirror %d (%s): cannot append to %s/perf-%d.map: %s; tried again at the next tick",
+			(int)mi->pid, mi->comm, m->cfg.map_dir, (int)mi->pid, strerror((int)-whole));
+		return false;
+	}
 	if (!whole) {
 		/* A line longer than a whole pass is no symbol's: the writer is not a runtime. */
 		if (got == PASS_BYTES) {
@@ -574,34 +448,18 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 		}
 		return true;  /* only a partial line: its runtime is writing it */
 	}
-	if (mi->dst_fd < 0) {
-		err = make_dest(m, mi);
-		/* Another file at the host's path stops it; out of fds or space, the next tick tries. */
-		if (err == -EEXIST)
-			mi->stopped = true;
-		if (err)
-			return err == -EEXIST;
-	}
-	err = perfmap__write_all(mi->dst_fd, m->buf, whole);
-	if (err) {
-		pr_warn("mirror %d (%s): cannot append to %s/perf-%d.map: %s; tried again at the next tick",
-			(int)mi->pid, mi->comm, m->cfg.map_dir, (int)mi->pid, strerror(-err));
-		return false;
-	}
-	*spent = whole;
-	mi->offset += whole;
+	*spent = (size_t)whole;
+	mi->offset += (uint64_t)whole;
 	mark(mi, clock_boot_ns());
-	mi->dst_bytes += whole;
-	mi->behind -= whole;
-	m->stats.bytes += whole;
-	m->stats.lines += count_lines(m->buf, whole);
+	mi->dst_bytes += (uint64_t)whole;
+	mi->behind -= (uint64_t)whole;
+	m->stats.bytes += (uint64_t)whole;
+	m->stats.lines += count_lines(m->buf, (size_t)whole);
 	/* Up to date when all there was got read: what is left is a partial line. */
 	return got >= had;
 }
 
-/* Bring @mi up to date within @cap bytes; the lag is sampled when it is. */
-static size_t sync_mirror(struct mirrors *m, struct mirror *mi, size_t cap, bool final,
-			  uint64_t now_ns)
+size_t mirror__sync(struct mirrors *m, struct mirror *mi, size_t cap, bool final, uint64_t now_ns)
 {
 	size_t spent, total = 0;
 	bool done = false;
@@ -625,65 +483,51 @@ static size_t sync_mirror(struct mirrors *m, struct mirror *mi, size_t cap, bool
 	return total;
 }
 
-static void close_source(struct mirrors *m, struct mirror *mi)
-{
-	struct uid_count *u = uid_count(m, mi->uid, false);
-
-	if (mi->src_fd < 0)
-		return;
-	close(mi->src_fd);
-	mi->src_fd = -1;
-	if (u && u->n)
-		u->n--;
-	m->open--;
-}
-
 static void close_mirror(struct mirrors *m, struct mirror *mi)
 {
+	struct uid_count *u = mirror__uid(m, mi->uid);
+
+	if (u && u->waiting)
+		u->waiting--;
 	pidmap_remove(&mi->dir->by_name, mi->ns_pid);
 	pidmap_remove(&m->by_pid, mi->pid);
-	close_source(m, mi);
+	mirror__copy_free(mi);
+	mirror__close_source(m, mi);
 	if (mi->dst_fd >= 0)
 		close(mi->dst_fd);
-	dir_put(m, mi->dir);
+	nsdirs_put(&m->dirs, mi->dir);
 	free(mi);
 }
 
-/* The mirror file as the policy sees a map: for retention and the archive. */
-static int dest_info(const struct mirror *mi, struct map_info *out)
-{
-	struct stat st;
+/* ---- the tick ---- */
 
-	if (mi->dst_fd < 0 || fstat(mi->dst_fd, &st))
-		return -ENOENT;
-	memset(out, 0, sizeof(*out));
-	out->dev = st.st_dev;
-	out->ino = st.st_ino;
-	out->size = st.st_size;
-	out->disk_bytes = (uint64_t)st.st_blocks * 512;
-	out->uid = st.st_uid;
-	out->born = SPAN_UNKNOWN;
-	out->seen_ns = clock_boot_ns();
-	return 0;
+/* One mirror at the tick: its fork copy goes on, its map is looked for or read. */
+static size_t poll_one(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns)
+{
+	size_t spent = mirror__copy_step(m, mi, cap, now_ns);
+
+	/* Waiting: inotify says when a map appears; this catches what it could not. */
+	if (mi->src_fd < 0 && !mi->stopped && now_ns >= mi->retry_ns) {
+		mi->retry_ns = now_ns + RETRY_NS;
+		mirror__try_source(m, mi);
+	}
+	if (spent < cap)
+		spent += mirror__sync(m, mi, cap - spent, false, now_ns);
+	return spent;
 }
 
 void mirrors__poll(struct mirrors *m, uint64_t now_ns)
 {
-	struct pidmap_node *n, *next;
 	size_t i, polls = 0, bytes = 0, start = m->poll_bucket;
+	struct pidmap_node *n, *next;
 
-	if (m->rescan_pending) {
-		/* Creations the queue lost: every waiting mirror looks once. */
-		m->rescan_pending = false;
-		pidmap_for_each(&m->by_pid, i, n, next)
-			try_source(m, (struct mirror *)n);
-	}
 	for (i = 0; i < m->by_pid.nbuckets; i++) {
 		size_t b = (start + i) % m->by_pid.nbuckets;
 
-		for (n = m->by_pid.buckets[b]; n; n = n->next) {
-			bytes += sync_mirror(m, (struct mirror *)n,
-					     bytes < TICK_BYTES ? TICK_BYTES - bytes : 0, false, now_ns);
+		for (n = m->by_pid.buckets[b]; n; n = next) {
+			next = n->next;
+			bytes += poll_one(m, (struct mirror *)n,
+					  bytes < TICK_BYTES ? TICK_BYTES - bytes : 0, now_ns);
 			polls++;
 		}
 		if (polls >= TICK_POLLS || bytes >= TICK_BYTES) {
@@ -693,11 +537,124 @@ void mirrors__poll(struct mirrors *m, uint64_t now_ns)
 	}
 }
 
+/* ---- a process placed ---- */
+
+/*
+ * The uid it runs as now (a container's process forks as root and execs as
+ * its user): its counts move, its mirror becomes that uid's file, and its
+ * map is looked at again (it may have been refused as another uid's).
+ */
+static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid)
+{
+	struct uid_count *from = mirror__uid(m, mi->uid), *to = mirror__uid(m, uid);
+
+	if (mi->uid == uid && mi->gid == gid)
+		return;
+	if (from && to && mi->uid != uid) {
+		if (from->waiting)
+			from->waiting--;
+		to->waiting++;
+		if (mi->src_fd >= 0) {
+			if (from->open)
+				from->open--;
+			to->open++;
+		}
+	}
+	mi->uid = uid;
+	mi->gid = gid;
+	if (mi->dst_fd >= 0 && fchown(mi->dst_fd, uid, gid))
+		pr_debug("mirror %d: cannot give its mirror to uid %u: %s", (int)mi->pid,
+			 (unsigned int)uid, strerror(errno));
+	mi->refused_ino = 0;
+	mirror__try_source(m, mi);
+}
+
+static int new_mirror(struct mirrors *m, struct nsdir *d, const struct ns_req *rq,
+		      enum ns_place *place, uint64_t now_ns)
+{
+	struct uid_count *u = mirror__uid(m, rq->uid);
+	struct container_id cid;
+	struct mirror *mi;
+
+	if (!u || m->by_pid.count >= MIRRORS_MAX || (rq->uid && u->waiting >= WAITING_PER_UID)) {
+		nsdirs_put(&m->dirs, d);
+		m->stats.over_limit++;
+		return 0;
+	}
+	if (pidmap_find(&d->by_name, rq->ns_pid)) {
+		/* Two live processes' maps at one name (pid namespaces sharing a /tmp): the first keeps it. */
+		m->stats.ambiguous++;
+		pr_warn("mirror %d (%s): %s/perf-%d.map is another live process's too; left to that one",
+			(int)rq->pid, rq->comm, m->cfg.ns_map_dir, (int)rq->ns_pid);
+		nsdirs_put(&m->dirs, d);
+		return 0;
+	}
+	mi = calloc(1, sizeof(*mi));
+	if (!mi) {
+		nsdirs_put(&m->dirs, d);
+		return -ENOMEM;
+	}
+	mi->node.pid = rq->pid;
+	mi->name_node.pid = rq->ns_pid;
+	mi->dir = d;
+	mi->pid = rq->pid;
+	mi->ns_pid = rq->ns_pid;
+	mi->start_ticks = rq->start_ticks;
+	mi->uid = rq->uid;
+	mi->gid = rq->gid;
+	mi->src_fd = -1;
+	mi->dst_fd = -1;
+	mi->polled_ns = now_ns;
+	mi->retry_ns = now_ns + RETRY_NS;
+	snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);
+	if (!container_of(rq->pid, &cid) && cid.id[0])
+		snprintf(d->tag, sizeof(d->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
+	/* Its directory's container (a process gone before it was read has no cgroup to read). */
+	memcpy(mi->tag, d->tag, sizeof(mi->tag));
+	if (mi->tag[0])
+		snprintf(mi->where, sizeof(mi->where), "container %s", mi->tag + 1);
+	else
+		snprintf(mi->where, sizeof(mi->where), "its namespace");
+	pidmap_insert(&m->by_pid, &mi->node);
+	pidmap_insert(&d->by_name, &mi->name_node);
+	u->waiting++;
+	m->stats.started++;
+	*place = NS_MIRRORED;
+	mirror__try_source(m, mi);
+	return 0;
+}
+
+/* A process gone before it was looked at: its mount namespace's directory, if one is known. */
+static int attach_gone(struct mirrors *m, const struct ns_req *rq, enum ns_place *place,
+		       uint64_t now_ns)
+{
+	struct nsdir *d = nsdirs_by_mnt_ns(&m->dirs, rq->mnt_ns);
+
+	if (!d)
+		return -ESRCH;
+	if (d->is_map_dir && rq->ns_pid == rq->pid) {
+		nsdirs_put(&m->dirs, d);
+		m->stats.shared++;
+		*place = NS_OURS;
+		return 0;
+	}
+	return new_mirror(m, d, rq, place, now_ns);
+}
+
+static void refuse_dir(struct mirrors *m, const struct ns_req *rq, enum ns_refusal why)
+{
+	m->stats.refused[why]++;
+	m->stats.refused_total++;
+	/* Said once per mount namespace: each of its processes meets the same directory. */
+	if (log_first_time(rq->mnt_ns, 0, "mirror-dir"))
+		pr_warn("mirror %d (%s): %s in its root %s (said once for its mount namespace)",
+			(int)rq->pid, rq->comm, m->cfg.ns_map_dir, ns_refusal_str(why));
+}
+
 int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *place,
 		    uint64_t now_ns)
 {
 	struct mirror *mi = find(m, rq->pid);
-	struct container_id cid;
 	enum ns_refusal why;
 	struct nsdir *d;
 	struct stat st;
@@ -710,29 +667,12 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		*place = NS_MIRRORED;
 		return 0;
 	}
-	if (fd == -ESRCH) {
-		/* Gone already: its mount namespace's directory, if a process of it was looked at. */
-		d = dir_of_mnt_ns(m, rq->mnt_ns);
-		if (!d)
-			return fd;
-		if (d->is_map_dir && rq->ns_pid == rq->pid) {
-			dir_put(m, d);
-			m->stats.shared++;
-			*place = NS_OURS;
-			return 0;
-		}
-		goto make;
-	}
+	if (fd == -ESRCH)
+		return attach_gone(m, rq, place, now_ns);
 	if (fd < 0) {
-		if (!why)
-			return fd;
-		m->stats.refused[why]++;
-		m->stats.refused_total++;
-		/* Said once per mount namespace: each of its processes meets the same directory. */
-		if (log_first_time(rq->mnt_ns, 0, "mirror-dir"))
-			pr_warn("mirror %d (%s): %s in its root %s (said once for its mount namespace)",
-				(int)rq->pid, rq->comm, m->cfg.ns_map_dir, ns_refusal_str(why));
-		return 0;
+		if (why)
+			refuse_dir(m, rq, why);
+		return why ? 0 : fd;
 	}
 	/* Placed again after an exec: the same directory and name, the same mirror goes on. */
 	if (mi && mi->dir->dev == st.st_dev && mi->dir->ino == st.st_ino &&
@@ -741,6 +681,7 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);  /* the new image's name */
 		mi->dir->mnt_ns = rq->mnt_ns;
 		mi->dir->resolved_ns = now_ns;
+		set_owner(m, mi, rq->uid, rq->gid);
 		*place = NS_MIRRORED;
 		return 0;
 	}
@@ -755,58 +696,18 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		close_mirror(m, mi);
 	}
 	/* Its map directory is ours and its pid the host's: its map is where a host process's is. */
-	if (st.st_dev == m->map_dev && st.st_ino == m->map_ino && rq->ns_pid == rq->pid) {
+	if (st.st_dev == m->dirs.map_dev && st.st_ino == m->dirs.map_ino && rq->ns_pid == rq->pid) {
 		close(fd);
 		m->stats.shared++;
 		*place = NS_OURS;
 		return 0;
 	}
-	d = dir_get(m, fd, &st, rq->mnt_ns, now_ns);
+	d = nsdirs_get(&m->dirs, fd, &st, rq->uid, rq->mnt_ns, now_ns);
 	if (!d) {
 		m->stats.over_limit++;
 		return 0;
 	}
-make:
-	if (m->by_pid.count >= MIRRORS_MAX) {
-		dir_put(m, d);
-		m->stats.over_limit++;
-		return 0;
-	}
-	if (pidmap_find(&d->by_name, rq->ns_pid)) {
-		/* Two live processes' maps at one name (pid namespaces sharing a /tmp): neither is taken. */
-		m->stats.ambiguous++;
-		pr_warn("mirror %d (%s): %s/perf-%d.map is another process's too; not mirrored",
-			(int)rq->pid, rq->comm, m->cfg.ns_map_dir, (int)rq->ns_pid);
-		dir_put(m, d);
-		return 0;
-	}
-	mi = calloc(1, sizeof(*mi));
-	if (!mi) {
-		dir_put(m, d);
-		return -ENOMEM;
-	}
-	mi->node.pid = rq->pid;
-	mi->name_node.pid = rq->ns_pid;
-	mi->dir = d;
-	mi->pid = rq->pid;
-	mi->ns_pid = rq->ns_pid;
-	mi->start_ticks = rq->start_ticks;
-	mi->uid = rq->uid;
-	mi->gid = rq->gid;
-	mi->src_fd = -1;
-	mi->dst_fd = -1;
-	mi->polled_ns = now_ns;
-	snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);
-	if (!container_of(rq->pid, &cid) && cid.id[0])
-		snprintf(d->tag, sizeof(d->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
-	/* Its directory's container (a process gone before it was read has no cgroup to read). */
-	memcpy(mi->tag, d->tag, sizeof(mi->tag));
-	pidmap_insert(&m->by_pid, &mi->node);
-	pidmap_insert(&d->by_name, &mi->name_node);
-	m->stats.started++;
-	*place = NS_MIRRORED;
-	try_source(m, mi);
-	return 0;
+	return new_mirror(m, d, rq, place, now_ns);
 }
 
 bool mirrors__has(const struct mirrors *m, pid_t pid)
@@ -819,135 +720,10 @@ void mirrors__sync(struct mirrors *m, pid_t pid, uint64_t now_ns)
 	struct mirror *mi = find(m, pid);
 
 	if (mi)
-		sync_mirror(m, mi, PASS_BYTES, false, now_ns);
+		mirror__sync(m, mi, PASS_BYTES, false, now_ns);
 }
 
-/* The parent's complete lines, up to the size bound, appended to @fd; bytes or -errno. */
-static long copy_lines(struct mirrors *m, const struct mirror *parent, int fd, uint64_t now_ns,
-		       uid_t uid)
-{
-	uint64_t off = 0, limit;
-	struct stat st;
-	long total = 0;
-	ssize_t n;
-	char *nl;
-	int err;
-
-	if (fstat(parent->src_fd, &st))
-		return -errno;
-	limit = (uint64_t)st.st_size;
-	if (m->cfg.max_bytes && limit > m->cfg.max_bytes)
-		return -EFBIG;
-	if (!budget__take(m->budget, uid, limit, now_ns))
-		return -EDQUOT;
-	while (off < limit) {
-		n = pread(parent->src_fd, m->buf, limit - off < PASS_BYTES ? limit - off : PASS_BYTES,
-			  (off_t)off);
-		if (n <= 0)
-			break;
-		nl = memrchr(m->buf, '\n', (size_t)n);
-		if (!nl)
-			break;
-		err = perfmap__write_all(fd, m->buf, (size_t)(nl - m->buf) + 1);
-		if (err) {
-			budget__settle(m->budget, uid, limit, (uint64_t)total);
-			return err;
-		}
-		off += (uint64_t)(nl - m->buf) + 1;
-		total += nl - m->buf + 1;
-	}
-	budget__settle(m->budget, uid, limit, (uint64_t)total);
-	return total;
-}
-
-int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
-		  uint64_t now_ns)
-{
-	struct mirror *parent = find(m, parent_pid), *child = find(m, rq->pid);
-	struct stat st;
-	long n;
-	int fd;
-
-	if (!parent || parent->src_fd < 0 || !child)
-		return -ENOENT;
-	if (child->dir != parent->dir)
-		return -EXDEV;  /* another root: the parent's map is not there */
-	if (child->dir->is_map_dir) {
-		/*
-		 * The map dir itself: perf-<child's own pid>.map there is the
-		 * name of a host pid. The entries go straight to its mirror.
-		 */
-		if (child->dst_fd >= 0)
-			return -EEXIST;
-		fd = make_dest(m, child);
-		if (fd)
-			return fd;
-		n = copy_lines(m, parent, child->dst_fd, now_ns, rq->uid);
-		if (n > 0)
-			child->dst_bytes += (uint64_t)n;
-	} else {
-		fd = fstat(parent->src_fd, &st) ? -errno :
-		     nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid, st.st_mode);
-		if (fd < 0) {
-			if (fd == -EEXIST)
-				m->stats.ns_copies_existing++;
-			else
-				m->stats.ns_copies_failed++;
-			return fd;
-		}
-		n = copy_lines(m, parent, fd, now_ns, rq->uid);
-		if (!fstat(fd, &st)) {
-			child->copy_dev = st.st_dev;
-			child->copy_ino = st.st_ino;
-			child->copy_size = (uint64_t)st.st_size;
-		}
-		close(fd);
-		/* Mirrored at once: the copy is in the host's mirror as it is in the container. */
-		try_source(m, child);
-		sync_mirror(m, child, FINAL_BYTES, true, now_ns);
-	}
-	if (n < 0) {
-		m->stats.ns_copies_failed++;
-		return (int)n;
-	}
-	m->stats.ns_copies++;
-	pr_info("copy %d -> %d in %s%s: %s/perf-%d.map -> %s/perf-%d.map, %ld bytes",
-		(int)parent_pid, (int)rq->pid, child->tag[0] ? "container " : "its namespace",
-		child->tag[0] ? child->tag + 1 : "", m->cfg.ns_map_dir, (int)parent->ns_pid,
-		child->dir->is_map_dir ? m->cfg.map_dir : m->cfg.ns_map_dir,
-		child->dir->is_map_dir ? (int)rq->pid : (int)rq->ns_pid, n);
-	return 0;
-}
-
-/*
- * The map in the container is only the copy made at its fork, unwritten: as
- * on the host, the new image must not start with its parent's entries. It
- * is removed there (the host's mirror of it is archived by the caller); a
- * file the new image makes at the name is mirrored anew.
- */
-static bool drop_copy(struct mirrors *m, struct mirror *mi)
-{
-	struct stat st, at;
-	char name[32];
-
-	if (!mi->copy_ino || fstat(mi->src_fd, &st) || st.st_dev != mi->copy_dev ||
-	    st.st_ino != mi->copy_ino || (uint64_t)st.st_size != mi->copy_size)
-		return false;
-	map_name(mi->ns_pid, name, sizeof(name));
-	/* Only while the name is still that file: nothing else of the container's is removed. */
-	if (fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) || at.st_dev != st.st_dev ||
-	    at.st_ino != st.st_ino || unlinkat(mi->dir->fd, name, 0))
-		return false;
-	m->stats.ns_copies_dropped++;
-	pr_info("exec %d (%s): %s/%s in %s%s was only its parent's entries, copied at its fork; removed",
-		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
-		mi->tag[0] ? "container " : "its namespace", mi->tag[0] ? mi->tag + 1 : "");
-	close_source(m, mi);
-	mi->copy_ino = 0;
-	mi->offset = 0;
-	mi->src_ino = 0;
-	return true;
-}
+/* ---- exec and exit ---- */
 
 int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info *mi_out,
 		  uint64_t now_ns)
@@ -958,7 +734,9 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 
 	if (!mi)
 		return -ENOENT;
-	sync_mirror(m, mi, FINAL_BYTES, true, now_ns);
+	/* A copy still being made at the exec is the old image's business: stopped. */
+	mirror__copy_free(mi);
+	mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
 	err = dest_info(mi, mi_out);
 	if (!err) {
 		mi->prev_dev = mi_out->dev;
@@ -970,7 +748,7 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	mi->dst_fd = -1;
 	mi->dst_bytes = 0;
 	mi->stopped = false;
-	if (mi->src_fd >= 0 && drop_copy(m, mi)) {
+	if (mirror__drop_copy(m, mi)) {
 		mi->prev_offset = 0;  /* the new image's map is a new file, read from its start */
 		return err ?: 1;
 	}
@@ -986,31 +764,15 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	return 0;
 }
 
-static void keep_ended(struct mirrors *m, const struct mirror *mi)
-{
-	struct ended_rec *e;
-	struct stat st;
-
-	if (mi->src_fd < 0 || fstat(mi->src_fd, &st) || m->ended.count >= ENDED_MAX)
-		return;
-	e = (struct ended_rec *)pidmap_remove(&m->ended, ended_key(st.st_ino));
-	if (!e)
-		e = calloc(1, sizeof(*e));
-	if (!e)
-		return;
-	e->node.pid = ended_key(st.st_ino);
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
-	e->size = (uint64_t)st.st_size;
-	pidmap_insert(&m->ended, &e->node);
-}
-
 static void keep_tag(struct mirrors *m, const struct mirror *mi)
 {
 	struct tag_rec *t;
 
-	if (!mi->tag[0] || m->tags.count >= TAGS_MAX)
+	if (!mi->tag[0])
 		return;
+	/* Full (archives lost or slow): forgotten all at once, later archives named without. */
+	if (m->tags.count >= TAGS_MAX)
+		pidmap_clear(&m->tags);
 	t = (struct tag_rec *)pidmap_remove(&m->tags, mi->pid);
 	if (!t)
 		t = calloc(1, sizeof(*t));
@@ -1022,6 +784,18 @@ static void keep_tag(struct mirrors *m, const struct mirror *mi)
 	pidmap_insert(&m->tags, &t->node);
 }
 
+/* After the exit's read: are complete lines left unread (not only a torn last line)? */
+static bool cut_lines(struct mirrors *m, const struct mirror *mi)
+{
+	ssize_t n;
+
+	if (!mi->behind || mi->src_fd < 0 || mi->stopped)
+		return false;
+	n = pread(mi->src_fd, m->buf, mi->behind < PASS_BYTES ? (size_t)mi->behind : PASS_BYTES,
+		  (off_t)mi->offset);
+	return n > 0 && memchr(m->buf, '\n', (size_t)n);
+}
+
 int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t now_ns)
 {
 	struct mirror *mi = find(m, pid);
@@ -1030,9 +804,12 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 	if (!mi)
 		return -ENOENT;
 	/* A map made just before the exit, before its creation was read: it is there still. */
-	try_source(m, mi);
-	sync_mirror(m, mi, FINAL_BYTES, true, now_ns);
-	if (mi->behind > PASS_BYTES) {
+	mirror__try_source(m, mi);
+	/* The parent's entries it was given are its map too. */
+	while (mi->copy && mirror__copy_step(m, mi, FINAL_BYTES, now_ns))
+		;
+	mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
+	if (cut_lines(m, mi)) {
 		/* More than an exit's read was written in its last tick: the rest is not mirrored. */
 		m->stats.cut_at_exit++;
 		pr_warn("mirror %d (%s): %llu bytes of its map were not mirrored before its exit",
@@ -1041,29 +818,25 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 	err = dest_info(mi, mi_out);
 	if (!err)
 		keep_tag(m, mi);
-	keep_ended(m, mi);
+	mirror__keep_ended(m, mi);
 	m->stats.ended++;
 	close_mirror(m, mi);
 	return err;
 }
 
+/* ---- what the host's policy and archive ask ---- */
+
 bool mirrors__claims(const struct mirrors *m, pid_t name_pid, dev_t dev, ino_t ino)
 {
-	const struct nsdir *d;
-	struct pidmap_node *n;
+	const struct nsdir *d = m->dirs.map_dir;
 	const struct mirror *mi;
+	struct pidmap_node *n;
 
-	for (d = m->dirs; d; d = d->next) {
-		if (!d->is_map_dir)
-			continue;
-		n = pidmap_find(&d->by_name, name_pid);
-		if (!n)
-			return false;
-		mi = mirror_of_name(n);
-		/* Not opened yet: the file there is taken for its, as it will be; nothing is moved. */
-		return mi->src_fd < 0 || (mi->src_dev == dev && mi->src_ino == ino);
-	}
-	return false;
+	if (!d || !(n = pidmap_find(&d->by_name, name_pid)))
+		return false;
+	mi = mirror_of_name(n);
+	/* Only the file it opened (its owner's): a host process's map at that name stays that one's. */
+	return mi->src_fd >= 0 && mi->src_dev == dev && mi->src_ino == ino;
 }
 
 const char *mirrors__tag(const struct mirrors *m, pid_t pid, uint64_t start_ticks)
@@ -1077,28 +850,43 @@ const char *mirrors__tag(const struct mirrors *m, pid_t pid, uint64_t start_tick
 	return t && t->start_ticks == start_ticks ? t->tag : "";
 }
 
+void mirrors__archived(struct mirrors *m, pid_t pid, uint64_t start_ticks)
+{
+	struct tag_rec *t = (struct tag_rec *)pidmap_find(&m->tags, pid);
+
+	if (t && t->start_ticks == start_ticks)
+		free(pidmap_remove(&m->tags, pid));
+}
+
+/* ---- new maps, from inotify ---- */
+
+static void on_name(struct mirrors *m, struct nsdir *d, pid_t name_pid, uint64_t now_ns)
+{
+	struct pidmap_node *n = d ? pidmap_find(&d->by_name, name_pid) : NULL;
+
+	if (n)
+		follow_name(m, mirror_of_name(n), now_ns);
+}
+
 void mirrors__on_map_dir(struct mirrors *m, pid_t name_pid, uint64_t now_ns)
 {
-	struct pidmap_node *n;
-	struct nsdir *d;
+	on_name(m, m->dirs.map_dir, name_pid, now_ns);
+}
 
-	for (d = m->dirs; d; d = d->next) {
-		if (!d->is_map_dir)
-			continue;
-		n = pidmap_find(&d->by_name, name_pid);
-		if (n) {
-			try_source(m, mirror_of_name(n));
-			sync_mirror(m, mirror_of_name(n), PASS_BYTES, false, now_ns);
-		}
-		return;
-	}
+/* The queue overflowed: every waiting mirror looks at its next poll. */
+static void retry_all(struct mirrors *m)
+{
+	struct pidmap_node *n, *next;
+	size_t i;
+
+	pidmap_for_each(&m->by_pid, i, n, next)
+		((struct mirror *)n)->retry_ns = 0;
 }
 
 void mirrors__on_inotify(struct mirrors *m, uint64_t now_ns)
 {
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	const struct inotify_event *e;
-	struct pidmap_node *n;
 	struct nsdir *d;
 	ssize_t len;
 	pid_t pid;
@@ -1106,36 +894,35 @@ void mirrors__on_inotify(struct mirrors *m, uint64_t now_ns)
 
 	/* A bounded batch per wake-up: a container making files in a loop cannot hold the loop. */
 	for (int reads = 0; reads < 16; reads++) {
-		len = read(m->ifd, buf, sizeof(buf));
+		len = read(m->dirs.ifd, buf, sizeof(buf));
 		if (len <= 0)
 			return;
 		for (p = buf; p < buf + len; p += sizeof(*e) + e->len) {
 			e = (const struct inotify_event *)p;
 			if (e->mask & IN_Q_OVERFLOW) {
-				m->rescan_pending = true;
+				retry_all(m);
 				continue;
 			}
-			d = dir_of_wd(m, e->wd);
+			d = nsdirs_by_wd(&m->dirs, e->wd);
 			if (!d)
 				continue;
 			if (e->mask & IN_IGNORED) {
-				d->wd = -1;  /* unmounted or gone: its mirrors hold their files */
+				/* Unmounted or gone: its mirrors hold their files; the polls look for new ones. */
+				pidmap_remove(&m->dirs.by_wd, d->wd);
+				d->wd = -1;
 				continue;
 			}
-			if (!e->len || !map_name_pid(e->name, &pid))
-				continue;
-			n = pidmap_find(&d->by_name, pid);
-			if (n) {
-				try_source(m, mirror_of_name(n));
-				sync_mirror(m, mirror_of_name(n), PASS_BYTES, false, now_ns);
-			}
+			if (e->len && map_name_pid(e->name, &pid))
+				on_name(m, d, pid, now_ns);
 		}
 	}
 }
 
+/* ---- what status shows ---- */
+
 int mirrors__fd(const struct mirrors *m)
 {
-	return m->ifd;
+	return m->dirs.ifd;
 }
 
 size_t mirrors__active(const struct mirrors *m)
@@ -1199,27 +986,22 @@ size_t mirrors__describe(const struct mirrors *m, char *buf, size_t len, size_t 
 	return used;
 }
 
+/* ---- the table ---- */
+
 struct mirrors *mirrors__new(const struct mirror_config *cfg)
 {
 	struct mirrors *m = calloc(1, sizeof(*m));
-	struct stat st;
 
 	if (!m)
 		return NULL;
 	m->cfg = *cfg;
-	m->ifd = -1;
-	if (fstat(cfg->map_dir_fd, &st))
+	m->dirs.ifd = -1;
+	if (nsdirs_init(&m->dirs, cfg->map_dir_fd))
 		goto free_m;
-	m->map_dev = st.st_dev;
-	m->map_ino = st.st_ino;
 	m->buf = malloc(PASS_BYTES);
 	m->budget = budget__new(cfg->rate, cfg->burst);
 	if (!m->buf || !m->budget || pidmap_init(&m->by_pid, 64) || pidmap_init(&m->tags, 64) ||
-	    pidmap_init(&m->ended, 64) ||
-	    pidmap_init(&m->uids, 16))
-		goto free_m;
-	m->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (m->ifd < 0)
+	    pidmap_init(&m->ended, 64) || pidmap_init(&m->uids, 16))
 		goto free_m;
 	return m;
 free_m:
@@ -1237,13 +1019,16 @@ void mirrors__free(struct mirrors *m)
 	if (m->by_pid.buckets)
 		pidmap_for_each(&m->by_pid, i, n, next)
 			close_mirror(m, (struct mirror *)n);
-	pidmap_fini(&m->by_pid);
-	pidmap_fini(&m->tags);
-	pidmap_fini(&m->ended);
-	pidmap_fini(&m->uids);
+	nsdirs_fini(&m->dirs);
+	if (m->by_pid.buckets)
+		pidmap_fini(&m->by_pid);
+	if (m->tags.buckets)
+		pidmap_fini(&m->tags);
+	if (m->ended.buckets)
+		mirror__ended_fini(m);
+	if (m->uids.buckets)
+		pidmap_fini(&m->uids);
 	budget__free(m->budget);
 	free(m->buf);
-	if (m->ifd >= 0)
-		close(m->ifd);
 	free(m);
 }

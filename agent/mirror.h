@@ -39,6 +39,7 @@ struct mirror_stats {
 	uint64_t cut_at_exit;        /* more was written in the last tick than an exit reads */
 	uint64_t ns_stale_removed;   /* an ended process's map at a new holder's name, unwritten: removed */
 	uint64_t ns_stale_skipped;   /* ...written since: mirrored from where it had ended */
+	uint64_t rewritten;          /* maps their runtimes wrote anew: the mirror emptied and read again */
 	uint64_t shared;             /* in another namespace, but its map is the map dir's own */
 	uint64_t ambiguous;          /* two processes' maps at one name in the map dir: neither taken */
 	uint64_t over_limit;         /* past the bounds on mirrors or directories: not mirrored */
@@ -94,8 +95,10 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi, uint64_t now
  * @name_pid's?
  */
 bool mirrors__claims(const struct mirrors *m, pid_t name_pid, dev_t dev, ino_t ino);
-/* The container tag ("c" and 12 hex digits) of an ended mirror of (@pid, @start_ticks), or "". */
+/* The container tag ("c" and 12 hex digits) of the mirror of (@pid, @start_ticks), or "". */
 const char *mirrors__tag(const struct mirrors *m, pid_t pid, uint64_t start_ticks);
+/* Its map is archived: the tag of an ended mirror is no longer needed. */
+void mirrors__archived(struct mirrors *m, pid_t pid, uint64_t start_ticks);
 
 size_t mirrors__active(const struct mirrors *m);
 const struct mirror_stats *mirrors__stats(const struct mirrors *m);

@@ -30,6 +30,7 @@ static const struct {
 	[NSR_DIR] = { "is a symlink or not a directory, refused", "refused_tmp" },
 	[NSR_FUSE] = { "is on FUSE, whose server could hang the agent, refused", "refused_fuse" },
 	[NSR_ROOT] = { "cannot be reached (its root or /proc refused it), refused", "refused_root" },
+	[NSR_OWNER] = { "is owned by another uid than its process's, refused", "refused_owner" },
 };
 
 const char *ns_refusal_str(enum ns_refusal r)

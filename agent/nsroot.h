@@ -22,6 +22,7 @@ enum ns_refusal {
 	NSR_DIR,          /* its map directory is a symlink, not a directory, or on another mount */
 	NSR_FUSE,         /* on FUSE: a lookup or read could hang on its server */
 	NSR_ROOT,         /* its root cannot be reached (gone, or /proc refused) */
+	NSR_OWNER,        /* owned by another uid than its process's: maybe another user's map */
 	NSR__COUNT,
 };
 

@@ -165,6 +165,8 @@ static void end_process(struct policy *p, pid_t pid, uint64_t start_ticks, struc
 		policy__settle_copy(p, pr, "exited", now_ns);
 	/* The table held an earlier process here, whose exit was lost. */
 	if (pr && pr->start_ticks != start_ticks) {
+		if (pr->flags & PROC_MIRRORED)
+			policy__ns_end(p, pr, now_ns);
 		proctab_remove(&p->procs, pid);
 		pr = NULL;
 	}

@@ -81,7 +81,7 @@ int scan_procs(const struct scan_env *env)
 	struct found f = { .env = env };
 	struct policy_event ev;
 	size_t i;
-	int err;
+	int err, pass;
 
 	err = procfs_for_each(visit, &f);
 	/* Cut short, the unmarked may be alive: clear the marks, end nobody. */
@@ -90,10 +90,17 @@ int scan_procs(const struct scan_env *env)
 		goto free_found;
 	if (f.n)  /* qsort() wants an array, even of none */
 		qsort(f.v, f.n, sizeof(*f.v), by_start);
-	for (i = 0; i < f.n; i++) {
-		found_event(env, &f.v[i], &ev);
-		policy__event(env->policy, &ev, clock_boot_ns());
-	}
+	/*
+	 * Processes in other namespaces first: one in a pid namespace sharing
+	 * the map directory claims its perf-<ns pid>.map before the host
+	 * process at that pid is weighed, which would take it for its own.
+	 */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < f.n; i++) {
+			found_event(env, &f.v[i], &ev);
+			if (!!(ev.flags & POLICY_EVF_FOREIGN) == (pass == 0))
+				policy__event(env->policy, &ev, clock_boot_ns());
+		}
 free_found:
 	free(f.v);
 	return err;

@@ -174,6 +174,7 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "mirrors_cut_at_exit", ms->cut_at_exit);
 	u64(r, "ns_stale_removed", ms->ns_stale_removed);
 	u64(r, "ns_stale_skipped", ms->ns_stale_skipped);
+	u64(r, "mirrors_rewritten", ms->rewritten);
 	u64(r, "ns_shared", ms->shared);
 	u64(r, "ns_ambiguous", ms->ambiguous);
 	u64(r, "containers_refused", ms->refused_total);

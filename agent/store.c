@@ -181,6 +181,8 @@ static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archiv
 							NULL)) == -EBUSY &&
 	       (flags & ARCHIVE_F_FRESH) && ++tries < EXEC_WAIT_TRIES)
 		nanosleep(&pause, NULL);
+	if (!err && s->mirrors)
+		mirrors__archived(s->mirrors, pid, start_ticks);
 	return err;
 }
 

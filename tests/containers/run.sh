@@ -644,6 +644,58 @@ test_unshare_pid_reuse() {
 	stop_agent || fail "unshare_pid_reuse: perfmapd exited non-zero"
 }
 
+# An attacker in a pid namespace sharing the map directory takes, as its own
+# pid there, the host pid of another user's JIT (V, root's here; the attacker
+# runs as uid 65534): perf-<V>.map is V's, not the attacker's. It is never
+# mirrored to the attacker, never hidden from the host's rules (V's child
+# still gets its copy), and never removed when a second attacker process
+# takes the same pid there.
+test_unshare_pidns_victim() {
+	local d a v u1 u2 leaked
+	d=$(new_map_dir)
+	agent_on victim unshare_pidns_victim --ns-map-dir "$d" --retention 30 || return
+	"$FORKJIT" --stop-first --dir "$d" --entries 10 --prefix victim --children 1 \
+		--wait-map-ms 10000 --hold-ms 1000 &
+	v=$!
+	BG_PIDS+=("$v")
+	wait_for 5 is_stopped "$v" || { fail "unshare_pidns_victim: V ($v) did not stop"; return; }
+	unshare --pid --fork --mount --mount-proc --kill-child "$PIDAT" "$v" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
+	u1=$!
+	BG_PIDS+=("$u1")
+	check "unshare_pidns_victim: the attacker (uid 65534) holds ns pid $v, V's host pid" \
+		wait_for 10 attacker_at "$u1" "$v"
+	kill -CONT "$v"
+	check "unshare_pidns_victim: V wrote its map, owned by root" wait_for 5 map_has "$d/perf-$v.map" victim 10
+	check "unshare_pidns_victim: the attacker's claim is refused (refused_owner)" \
+		wait_for 10 status_ge "$d" refused_owner 1
+	check "unshare_pidns_victim: V's child got V's entries (its map is not hidden from the host's rules)" \
+		wait "$v"
+	leaked=$(find "$d" -name 'perf-*.map' -user 65534 -exec grep -l " victim_" {} + 2>/dev/null)
+	check "unshare_pidns_victim: no map of uid 65534 holds V's entries${leaked:+: $leaked}" test -z "$leaked"
+	kill -9 "$u1"  # --kill-child: its namespace goes with it
+	wait "$u1" 2>/dev/null
+	unshare --pid --fork --mount --mount-proc --kill-child "$PIDAT" "$v" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
+	u2=$!
+	BG_PIDS+=("$u2")
+	check "unshare_pidns_victim: a second attacker process takes ns pid $v" wait_for 10 attacker_at "$u2" "$v"
+	check "unshare_pidns_victim: V's map, retained after its exit, is still there, whole" \
+		wait_for 2 map_has "$d/perf-$v.map" victim 10
+	check "unshare_pidns_victim: and was not removed as an earlier holder's (ns_stale_removed 0)" \
+		test "$(status_of "$d" ns_stale_removed)" = 0
+	kill -9 "$u2"
+	wait "$u2" 2>/dev/null
+	stop_agent || fail "unshare_pidns_victim: perfmapd exited non-zero"
+}
+
+# attacker_at UNSHARE NSPID: a sleep of uid 65534 under UNSHARE whose innermost pid is NSPID.
+attacker_at() {
+	local p
+	p=$(descendant_named "$1" sleep) || return 1
+	[ "$(uid_gid_of "$p")" = 65534:65534 ] && [ "$(inner_nspid_of "$p")" = "$2" ]
+}
+
 # Exec inside a container: the old image's mirror is archived, a new one
 # continues for the new image. Both images stop themselves at once (so the
 # JIT runs under --init: a namespace's init cannot stop itself): the old

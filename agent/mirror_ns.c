@@ -1,0 +1,310 @@
+/*
+ * What the agent changes in a container's own map directory: a fork's copy
+ * of its parent's entries under the child's own pid, made a bounded part at
+ * a time; that copy removed at the child's exec when still unwritten; and an
+ * ended process's map removed when another process takes its pid there,
+ * unwritten since. A file is removed only while its name is still that
+ * inode and no one has it open for writing (a read lease), and never in the
+ * host's map directory, where a name may be any host process's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "budget.h"
+#include "mapname.h"
+#include "mirror_internal.h"
+#include "perfmap_tools.h"
+
+/*
+ * A map a mirrored process left in its directory when it ended, to tell it
+ * from the next holder's own. Keyed by the file's inode number; the same
+ * directory, name and birth (or change) time must match too.
+ */
+struct ended_rec {
+	struct pidmap_node node;
+	dev_t dir_dev;
+	ino_t dir_ino;
+	pid_t ns_pid;
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	uint64_t btime_ns;           /* 0: the file system does not say */
+	uint64_t ctime_ns;
+};
+
+static pid_t ended_key(ino_t ino)
+{
+	return (pid_t)(ino % 0x7ffffffe) + 1;
+}
+
+static uint64_t ts_ns(struct statx_timestamp t)
+{
+	return (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+/* Birth and change times of @fd: birth 0 when not known. */
+static int file_times(int fd, uint64_t *btime_ns, uint64_t *ctime_ns)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_BTIME | STATX_CTIME, &sx))
+		return -errno;
+	*btime_ns = (sx.stx_mask & STATX_BTIME) ? ts_ns(sx.stx_btime) : 0;
+	*ctime_ns = ts_ns(sx.stx_ctime);
+	return 0;
+}
+
+/*
+ * Remove @name in @mi's directory while it is still @fd's file and no one
+ * has it open for writing: the read lease fails then, and would be broken
+ * by an open for writing before the unlink. True when removed.
+ */
+static bool unlink_unwritten(struct mirror *mi, const char *name, int fd, const struct stat *st)
+{
+	struct stat at;
+	bool gone = false;
+
+	if (mi->dir->is_map_dir || fcntl(fd, F_SETLEASE, F_RDLCK))
+		return false;
+	if (!fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) && at.st_dev == st->st_dev &&
+	    at.st_ino == st->st_ino)
+		gone = !unlinkat(mi->dir->fd, name, 0);
+	fcntl(fd, F_SETLEASE, F_UNLCK);
+	return gone;
+}
+
+/* ---- fork copies ---- */
+
+void mirror__copy_free(struct mirror *mi)
+{
+	if (!mi->copy)
+		return;
+	close(mi->copy->src_fd);
+	if (mi->copy->dst_fd != mi->dst_fd)
+		close(mi->copy->dst_fd);
+	free(mi->copy);
+	mi->copy = NULL;
+}
+
+size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns)
+{
+	struct ns_copy *c = mi->copy;
+	size_t want, whole;
+	ssize_t n;
+	char *nl;
+
+	if (!c)
+		return 0;
+	want = c->end - c->off < cap ? (size_t)(c->end - c->off) : cap;
+	if (want > PASS_BYTES)
+		want = PASS_BYTES;
+	if (!want)
+		goto done;
+	/* Over its uid's budget: the rest waits for the next tick. */
+	if (!budget__take(m->budget, mi->uid, want, now_ns))
+		return 0;
+	n = pread(c->src_fd, m->buf, want, (off_t)c->off);
+	nl = n > 0 ? memrchr(m->buf, '\n', (size_t)n) : NULL;
+	whole = nl ? (size_t)(nl - m->buf) + 1 : 0;
+	budget__settle(m->budget, mi->uid, want, whole);
+	if (!whole || perfmap__write_all(c->dst_fd, m->buf, whole)) {
+		if (whole)
+			m->stats.ns_copies_failed++;
+		goto done;
+	}
+	c->off += whole;
+	if (c->dst_fd == mi->dst_fd)
+		mi->dst_bytes += whole;
+	else
+		mi->copy_size += whole;
+	if (c->off < c->end)
+		return whole;
+done:
+	mirror__copy_free(mi);
+	return 0;
+}
+
+int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
+		  uint64_t now_ns)
+{
+	struct mirror *parent = (struct mirror *)pidmap_find(&m->by_pid, parent_pid);
+	struct mirror *child = (struct mirror *)pidmap_find(&m->by_pid, rq->pid);
+	struct ns_copy *c;
+	struct stat st;
+	int fd, err;
+
+	if (!parent || parent->src_fd < 0 || !child || child->copy)
+		return -ENOENT;
+	if (child->dir != parent->dir)
+		return -EXDEV;  /* another root: the parent's map is not there */
+	if (fstat(parent->src_fd, &st))
+		return -errno;
+	if (m->cfg.max_bytes && (uint64_t)st.st_size > m->cfg.max_bytes)
+		return -EFBIG;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->src_fd = fcntl(parent->src_fd, F_DUPFD_CLOEXEC, 0);
+	c->end = (uint64_t)st.st_size;
+	c->parent = parent_pid;
+	child->mode = st.st_mode & 0666;
+	if (c->src_fd < 0) {
+		err = -errno;
+		goto free_copy;
+	}
+	if (child->dir->is_map_dir) {
+		/*
+		 * The map dir itself: perf-<child's own pid>.map there is a
+		 * host pid's name. The entries go straight to its mirror.
+		 */
+		err = child->dst_fd >= 0 ? -EEXIST : mirror__make_dest(m, child);
+		if (err)
+			goto close_src;
+		c->dst_fd = child->dst_fd;
+	} else {
+		fd = nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid, st.st_mode);
+		if (fd < 0) {
+			err = fd;
+			if (fd == -EEXIST)
+				m->stats.ns_copies_existing++;
+			else
+				m->stats.ns_copies_failed++;
+			goto close_src;
+		}
+		c->dst_fd = fd;
+		if (!fstat(fd, &st)) {
+			child->copy_dev = st.st_dev;
+			child->copy_ino = st.st_ino;
+			child->copy_size = 0;
+		}
+	}
+	child->copy = c;
+	m->stats.ns_copies++;
+	pr_info("copy %d -> %d in %s: %s/perf-%d.map -> %s/perf-%d.map, %llu bytes", (int)parent_pid,
+		(int)rq->pid, mirror__where(child), m->cfg.ns_map_dir, (int)parent->ns_pid,
+		child->dir->is_map_dir ? m->cfg.map_dir : m->cfg.ns_map_dir,
+		child->dir->is_map_dir ? (int)rq->pid : (int)rq->ns_pid, (unsigned long long)c->end);
+	/* Most maps are copied whole here; a large one goes on at the ticks. */
+	mirror__copy_step(m, child, 4 * PASS_BYTES, now_ns);
+	if (!child->dir->is_map_dir) {
+		/* Mirrored at once: the copy is in the host's mirror as it is in the container. */
+		mirror__try_source(m, child);
+		mirror__sync(m, child, FINAL_BYTES, false, now_ns);
+	}
+	return 0;
+close_src:
+	close(c->src_fd);
+free_copy:
+	free(c);
+	return err;
+}
+
+/* ---- an exec's unwritten copy ---- */
+
+bool mirror__drop_copy(struct mirrors *m, struct mirror *mi)
+{
+	struct stat st;
+	char name[32];
+
+	if (!mi->copy_ino || mi->src_fd < 0 || fstat(mi->src_fd, &st) ||
+	    st.st_dev != mi->copy_dev || st.st_ino != mi->copy_ino ||
+	    (uint64_t)st.st_size != mi->copy_size)
+		return false;
+	mirror__copy_free(mi);
+	map_name(mi->ns_pid, name, sizeof(name));
+	if (!unlink_unwritten(mi, name, mi->src_fd, &st))
+		return false;
+	m->stats.ns_copies_dropped++;
+	pr_info("exec %d (%s): %s/%s in %s was only its parent's entries, copied at its fork; removed",
+		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name, mirror__where(mi));
+	mirror__close_source(m, mi);
+	mi->copy_ino = 0;
+	mi->offset = 0;
+	mi->src_ino = 0;
+	return true;
+}
+
+/* ---- pid reuse inside a container ---- */
+
+void mirror__keep_ended(struct mirrors *m, const struct mirror *mi)
+{
+	struct ended_rec *e;
+	struct stat st;
+	pid_t key;
+
+	if (mi->src_fd < 0 || mi->dir->is_map_dir || fstat(mi->src_fd, &st))
+		return;
+	/* Full: forgotten all at once (the next holders' maps are then mirrored whole, as before). */
+	if (m->ended.count >= ENDED_MAX)
+		pidmap_clear(&m->ended);
+	key = ended_key(st.st_ino);
+	e = (struct ended_rec *)pidmap_remove(&m->ended, key);
+	if (!e)
+		e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->node.pid = key;
+	e->dir_dev = mi->dir->dev;
+	e->dir_ino = mi->dir->ino;
+	e->ns_pid = mi->ns_pid;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->size = (uint64_t)st.st_size;
+	if (file_times(mi->src_fd, &e->btime_ns, &e->ctime_ns)) {
+		free(e);
+		return;
+	}
+	pidmap_insert(&m->ended, &e->node);
+}
+
+bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st)
+{
+	struct ended_rec *e = (struct ended_rec *)pidmap_find(&m->ended, ended_key(st->st_ino));
+	uint64_t btime, ctime;
+	bool same, unwritten;
+	char name[32];
+
+	if (!e || e->dir_dev != mi->dir->dev || e->dir_ino != mi->dir->ino ||
+	    e->ns_pid != mi->ns_pid || e->dev != st->st_dev || e->ino != st->st_ino)
+		return false;
+	pidmap_remove(&m->ended, e->node.pid);
+	if (file_times(fd, &btime, &ctime))
+		goto forget;
+	/*
+	 * The same file for sure only by its birth time (an inode number is
+	 * reused); without one, only while unchanged since.
+	 */
+	unwritten = (uint64_t)st->st_size == e->size && ctime == e->ctime_ns;
+	same = e->btime_ns ? btime == e->btime_ns : unwritten;
+	if (!same)
+		goto forget;
+	map_name(mi->ns_pid, name, sizeof(name));
+	if (unwritten && unlink_unwritten(mi, name, fd, st)) {
+		m->stats.ns_stale_removed++;
+		pr_info("mirror %d (%s): %s/%s in %s was an earlier process's, unwritten since it ended (its mirror has it); removed",
+			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name, mirror__where(mi));
+		free(e);
+		return true;
+	}
+	/* Written since (or open for writing): only what follows the earlier process's is this one's. */
+	if (e->size <= (uint64_t)st->st_size) {
+		m->stats.ns_stale_skipped++;
+		mi->offset = e->size;
+		pr_info("mirror %d (%s): %s/%s holds an earlier process's entries; mirrored from byte %llu on",
+			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
+			(unsigned long long)mi->offset);
+	}
+forget:
+	free(e);
+	return false;
+}
+
+void mirror__ended_fini(struct mirrors *m)
+{
+	pidmap_fini(&m->ended);
+}

@@ -547,6 +547,7 @@ void mirrors__poll(struct mirrors *m, uint64_t now_ns)
 static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid)
 {
 	struct uid_count *from = mirror__uid(m, mi->uid), *to = mirror__uid(m, uid);
+	struct stat st = { 0 };
 
 	if (mi->uid == uid && mi->gid == gid)
 		return;
@@ -562,6 +563,13 @@ static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid
 	}
 	mi->uid = uid;
 	mi->gid = gid;
+	/* Its open map must be the new uid's too: what the old uid could read is not the new one's. */
+	if (mi->src_fd >= 0 && (fstat(mi->src_fd, &st) || !owner_ok(mi, &st))) {
+		refuse(m, mi, NSR_OWNER, &st);
+		mirror__close_source(m, mi);
+		stop(m, mi, "its process changed its uid to one its map is not of");
+		return;
+	}
 	if (mi->dst_fd >= 0 && fchown(mi->dst_fd, uid, gid))
 		pr_debug("mirror %d: cannot give its mirror to uid %u: %s", (int)mi->pid,
 			 (unsigned int)uid, strerror(errno));

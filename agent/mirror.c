@@ -44,16 +44,7 @@ const char *mirror__where(const struct mirror *mi)
 
 struct uid_count *mirror__uid(struct mirrors *m, uid_t uid)
 {
-	struct uid_count *u = (struct uid_count *)pidmap_find(&m->uids, (pid_t)uid);
-
-	if (u)
-		return u;
-	u = calloc(1, sizeof(*u));
-	if (!u)
-		return NULL;
-	u->node.pid = (pid_t)uid;
-	pidmap_insert(&m->uids, &u->node);
-	return u;
+	return (struct uid_count *)pidmap_get(&m->uids, (pid_t)uid, sizeof(struct uid_count));
 }
 
 /* ---- refusals, counted once per file ---- */

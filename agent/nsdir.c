@@ -58,16 +58,7 @@ void nsdirs_fini(struct nsdirs *t)
 
 static struct uid_dirs *uid_dirs(struct nsdirs *t, uid_t uid)
 {
-	struct uid_dirs *u = (struct uid_dirs *)pidmap_find(&t->uids, (pid_t)uid);
-
-	if (u)
-		return u;
-	u = calloc(1, sizeof(*u));
-	if (!u)
-		return NULL;
-	u->node.pid = (pid_t)uid;
-	pidmap_insert(&t->uids, &u->node);
-	return u;
+	return (struct uid_dirs *)pidmap_get(&t->uids, (pid_t)uid, sizeof(struct uid_dirs));
 }
 
 /* Watched through its fd's magic link: exactly the directory resolved, not what is at its path now. */

@@ -92,3 +92,17 @@ struct pidmap_node *pidmap_remove(struct pidmap *m, pid_t pid)
 	}
 	return NULL;
 }
+
+struct pidmap_node *pidmap_get(struct pidmap *m, pid_t pid, size_t size)
+{
+	struct pidmap_node *n = pidmap_find(m, pid);
+
+	if (n)
+		return n;
+	n = calloc(1, size);
+	if (!n)
+		return NULL;
+	n->pid = pid;
+	pidmap_insert(m, n);
+	return n;
+}

@@ -28,6 +28,11 @@ void pidmap_clear(struct pidmap *m);
 struct pidmap_node *pidmap_find(const struct pidmap *m, pid_t pid);
 /* Add @n, whose pid no node has yet. */
 void pidmap_insert(struct pidmap *m, struct pidmap_node *n);
+/*
+ * The node of @pid, or a new zeroed one of @size bytes (a record beginning
+ * with its node) inserted for it; NULL when out of memory.
+ */
+struct pidmap_node *pidmap_get(struct pidmap *m, pid_t pid, size_t size);
 /* Take the node of @pid out, for the caller to free; NULL if none. */
 struct pidmap_node *pidmap_remove(struct pidmap *m, pid_t pid);
 

@@ -186,10 +186,13 @@ static int store_archive(void *ctx, pid_t pid, uint64_t start_ticks, enum archiv
 	return err;
 }
 
+/* Without mirrors (--no-mirrors, --dry-run), processes in other namespaces are left alone. */
 static int store_ns_attach(void *ctx, const struct ns_req *rq, enum ns_place *place)
 {
 	struct store *s = ctx;
 
+	if (!s->mirrors)
+		return -ENOTSUP;
 	return mirrors__attach(s->mirrors, rq, place, clock_boot_ns());
 }
 
@@ -197,28 +200,29 @@ static void store_ns_sync(void *ctx, pid_t pid)
 {
 	struct store *s = ctx;
 
-	mirrors__sync(s->mirrors, pid, clock_boot_ns());
+	if (s->mirrors)
+		mirrors__sync(s->mirrors, pid, clock_boot_ns());
 }
 
 static int store_ns_copy(void *ctx, pid_t parent, const struct ns_req *rq)
 {
 	struct store *s = ctx;
 
-	return mirrors__copy(s->mirrors, parent, rq, clock_boot_ns());
+	return s->mirrors ? mirrors__copy(s->mirrors, parent, rq, clock_boot_ns()) : -ENOENT;
 }
 
 static int store_ns_exec(void *ctx, pid_t pid, uint64_t at_ns, struct map_info *mi)
 {
 	struct store *s = ctx;
 
-	return mirrors__exec(s->mirrors, pid, at_ns, mi, clock_boot_ns());
+	return s->mirrors ? mirrors__exec(s->mirrors, pid, at_ns, mi, clock_boot_ns()) : -ENOENT;
 }
 
 static int store_ns_end(void *ctx, pid_t pid, struct map_info *mi)
 {
 	struct store *s = ctx;
 
-	return mirrors__end(s->mirrors, pid, mi, clock_boot_ns());
+	return s->mirrors ? mirrors__end(s->mirrors, pid, mi, clock_boot_ns()) : -ENOENT;
 }
 
 static const struct mapstore_ops store_ops = {
@@ -239,19 +243,6 @@ static const struct mapstore_ops store_ops = {
 	.ns_end = store_ns_end,
 };
 
-/* Without mirrors (none could be set up), processes in other namespaces are left alone. */
-static const struct mapstore_ops store_ops_no_mirrors = {
-	.look = store_look,
-	.entries = store_entries,
-	.execd_since = store_execd_since,
-	.pid_held = store_pid_held,
-	.same_image = store_same_image,
-	.copy_create = store_copy_create,
-	.copy_append = store_copy_append,
-	.copy_defer = store_copy_defer,
-	.copy_settle = store_copy_settle,
-	.archive = store_archive,
-};
 
 struct store *store__new(const struct store_config *cfg, struct mapwatch *mw,
 			 struct events *ev, struct archive *ar, struct mirrors *mirrors)
@@ -316,5 +307,5 @@ void store__drain_copies(struct store *s, store_copy_done_fn fn, void *ctx)
 
 struct mapstore store__mapstore(struct store *s)
 {
-	return (struct mapstore){ .ops = s->mirrors ? &store_ops : &store_ops_no_mirrors, .ctx = s };
+	return (struct mapstore){ .ops = &store_ops, .ctx = s };
 }

@@ -39,7 +39,7 @@ test:
 	@$(MAKE) --no-print-directory test-all
 
 test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test security-test \
-	container-test agent-test-asan faults-test
+	container-test agent-test-asan container-test-asan faults-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -195,6 +195,14 @@ $(O)/tests/forkjit-static: tests/agent/forkjit.c
 container-test: all $(AGENT_TEST_BINS) $(CONTAINER_TEST_BINS)
 	@bash tests/containers/run.sh $(O) $(CONTAINER_TESTS)
 
+# The container suite against the sanitized agent; the JIT in the containers stays the static one.
+$(ASAN_AGENT)/tests/forkjit-static: $(O)/tests/forkjit-static
+	@mkdir -p $(@D)
+	cp $< $@
+
+container-test-asan: $(ASAN_AGENT_BINS) $(ASAN_AGENT)/tests/forkjit-static
+	@bash tests/containers/run.sh $(ASAN_AGENT) $(CONTAINER_TESTS)
+
 # The same scenarios against the sanitized agent: run.sh fails any that leaves a report.
 agent-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/agent/run.sh $(ASAN_AGENT) $(AGENT_TESTS_ASAN)
@@ -211,7 +219,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test security-test container-test asan-agent agent-test-asan faults-test \
+.PHONY: test-all agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror
 
 # The retention list's tick and the archive's store and usage with many

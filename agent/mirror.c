@@ -181,28 +181,6 @@ void mirror__try_source(struct mirrors *m, struct mirror *mi)
 		m->cfg.ns_map_dir, (int)mi->ns_pid, mirror__where(mi), m->cfg.map_dir, (int)mi->pid);
 }
 
-/*
- * Its name holds another file than the open source (a runtime that renames
- * a new map over its old one): the old one's last lines are mirrored, the
- * new one is followed from its start.
- */
-static void follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns)
-{
-	struct stat st;
-	char name[32];
-
-	if (mi->src_fd >= 0) {
-		map_name(mi->ns_pid, name, sizeof(name));
-		if (fstatat(mi->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    (st.st_dev == mi->src_dev && st.st_ino == mi->src_ino))
-			return;
-		mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
-		mirror__close_source(m, mi);
-	}
-	mirror__try_source(m, mi);
-	mirror__sync(m, mi, PASS_BYTES, false, now_ns);
-}
-
 /* ---- the mirror file ---- */
 
 /*
@@ -357,6 +335,29 @@ static void restart(struct mirrors *m, struct mirror *mi)
 	mi->nmarks = 0;
 	if (mi->dst_fd >= 0 && !ftruncate(mi->dst_fd, 0))
 		mi->dst_bytes = 0;
+}
+
+/*
+ * Its name holds another file than the open source (a runtime that renames
+ * a new map over its old one, or makes it anew): the mirror follows the new
+ * one from its start, as a reader of the name would.
+ */
+static void follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns)
+{
+	struct stat st;
+	char name[32];
+
+	if (mi->src_fd >= 0) {
+		map_name(mi->ns_pid, name, sizeof(name));
+		if (fstatat(mi->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    (st.st_dev == mi->src_dev && st.st_ino == mi->src_ino))
+			return;
+		/* The new file is its map now, whole: the mirror holds it and nothing else. */
+		mirror__close_source(m, mi);
+		restart(m, mi);
+	}
+	mirror__try_source(m, mi);
+	mirror__sync(m, mi, PASS_BYTES, false, now_ns);
 }
 
 /* The whole lines in m->buf's first @got bytes appended: their length, or -errno. */

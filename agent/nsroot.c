@@ -3,17 +3,13 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mapname.h"
 #include "nsroot.h"
-
-#ifndef FUSE_SUPER_MAGIC
-#define FUSE_SUPER_MAGIC 0x65735546
-#endif
 
 /* A file with this much less on disk than its size is sparse: its reader would read nothing. */
 #define SPARSE_SLACK (64u << 10)
@@ -51,15 +47,70 @@ static int openat2_fd(int dirfd, const char *path, uint64_t flags, uint64_t mode
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static bool on_fuse(int fd)
+/* The mount id of what @fd is on, asked of the VFS: cached attributes, no request to a server. */
+static int mount_id(int fd, uint64_t *id)
 {
-	struct statfs sf;
+	struct statx sx;
 
-	return !fstatfs(fd, &sf) && (unsigned long)sf.f_type == FUSE_SUPER_MAGIC;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx))
+		return -errno;
+	if (!(sx.stx_mask & STATX_MNT_ID))
+		return -ENOTSUP;
+	*id = sx.stx_mnt_id;
+	return 0;
+}
+
+bool nsroot_mountinfo_fuse(FILE *f, uint64_t id)
+{
+	char line[4096], *end, *sep;
+	bool at_start = true;
+
+	while (fgets(line, sizeof(line), f)) {
+		/* A line longer than the buffer comes in pieces: only a line's start names a mount. */
+		bool starts = at_start;
+
+		at_start = strchr(line, '\n') != NULL;
+		if (!starts || strtoull(line, &end, 10) != id || *end != ' ')
+			continue;
+		sep = strstr(line, " - ");
+		return sep && !strncmp(sep + 3, "fuse", 4);
+	}
+	return false;
+}
+
+/* The file system type of mount @id, from @pid's mount table. */
+static bool mount_is_fuse(pid_t pid, uint64_t id)
+{
+	char path[64];
+	bool fuse;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	fuse = nsroot_mountinfo_fuse(f, id);
+	fclose(f);
+	return fuse;
+}
+
+/*
+ * Is @fd on FUSE? Asked of the mount table, never of the file system: a FUSE
+ * server that admits root answers statfs() itself, and need never answer.
+ * FUSE refusing root the attributes (EACCES) is a FUSE mount of someone else.
+ */
+static bool on_fuse(pid_t pid, int fd, uint64_t *id)
+{
+	int err = mount_id(fd, id);
+
+	if (err)
+		return err == -EACCES;
+	return mount_is_fuse(pid, *id);
 }
 
 int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why)
 {
+	uint64_t root_mnt = 0, dir_mnt = 0;
 	char root[32];
 	int rfd, dfd;
 
@@ -73,7 +124,7 @@ int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusa
 		return errno == ENOENT ? -ESRCH : -errno;
 	}
 	/* A FUSE root answers the lookup below from a server the container runs. */
-	if (on_fuse(rfd)) {
+	if (on_fuse(pid, rfd, &root_mnt)) {
 		*why = NSR_FUSE;
 		close(rfd);
 		return -EPERM;
@@ -88,8 +139,12 @@ int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusa
 			*why = NSR_DIR;
 		return dfd;
 	}
-	if (on_fuse(dfd) || fstat(dfd, st)) {
-		*why = on_fuse(dfd) ? NSR_FUSE : NSR_ROOT;
+	/* Its own mount (a tmpfs on /tmp) is looked up in the mount table too. */
+	if (!mount_id(dfd, &dir_mnt) && dir_mnt != root_mnt && mount_is_fuse(pid, dir_mnt))
+		*why = NSR_FUSE;
+	else if (fstat(dfd, st))
+		*why = NSR_ROOT;
+	if (*why) {
 		close(dfd);
 		return -EPERM;
 	}

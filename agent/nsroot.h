@@ -7,7 +7,9 @@
 #ifndef PERFMAPD_NSROOT_H
 #define PERFMAPD_NSROOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -43,6 +45,12 @@ int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusa
  */
 int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st,
 		    enum ns_refusal *why);
+/*
+ * Is mount @id on FUSE ("fuse", "fuse.<name>", "fuseblk"), by the mount
+ * table @f (/proc/<pid>/mountinfo)? The file system itself is never asked:
+ * a FUSE server answers its own statfs(), and need never answer.
+ */
+bool nsroot_mountinfo_fuse(FILE *f, uint64_t id);
 /* Is @st, a file being mirrored, still one to read (a hole may be made later)? */
 enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes);
 /*

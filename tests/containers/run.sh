@@ -696,6 +696,41 @@ attacker_at() {
 	[ "$(uid_gid_of "$p")" = 65534:65534 ] && [ "$(inner_nspid_of "$p")" = "$2" ]
 }
 
+# A map rewritten in place (as a JVM's Compiler.perfmap does), cut short, and
+# replaced by another file renamed over it: the mirror always ends up holding
+# exactly the map, never the old entries beside the new nor a torn line.
+test_unshare_rewrite() {
+	local d='' a nsd pid inns i
+	nsd=$(new_map_dir)
+	agent_on rewrite unshare_rewrite --ns-map-dir "$nsd" --retention 30 || return
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 20 --prefix first --hold-ms "$2"' \
+		"$nsd" "$FORKJIT" "$HOLD_MS" &
+	pid=$!
+	BG_PIDS+=("$pid")
+	inns=/proc/$pid/root$nsd/perf-$pid.map
+	check "unshare_rewrite: the JIT's 20 entries are mirrored" wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	# Written anew in place: shorter, then longer than before, other names.
+	for i in 0 1 2; do printf '7f0000%04x 10 again_%d\n' $((i * 16)) "$i"; done >"$inns"
+	check "unshare_rewrite: rewritten in place with 3 entries: the mirror holds those 3 only" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	for i in $(seq 0 39); do printf '7f0000%04x 10 third_%d\n' $((i * 16)) "$i"; done >"$inns"
+	check "unshare_rewrite: rewritten again, 40 entries: the mirror holds those 40 only" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	# Another file renamed over the name.
+	for i in 0 1 2 3 4; do printf '7f0001%04x 10 renamed_%d\n' $((i * 16)) "$i"; done \
+		>"/proc/$pid/root$nsd/new.tmp"
+	mv "/proc/$pid/root$nsd/new.tmp" "$inns"
+	check "unshare_rewrite: a new file renamed over it: the mirror holds its 5 entries only" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	printf '7f0001ff00 10 appended_0\n' >>"$inns"
+	check "unshare_rewrite: and what is appended to the new file follows" \
+		wait_for 5 same_map "$d/perf-$pid.map" "$inns"
+	check "unshare_rewrite: status: mirrors_rewritten counts the rewrites and the rename" \
+		status_ge "$d" mirrors_rewritten 3
+	stop_agent || fail "unshare_rewrite: perfmapd exited non-zero"
+}
+
 # Exec inside a container: the old image's mirror is archived, a new one
 # continues for the new image. Both images stop themselves at once (so the
 # JIT runs under --init: a namespace's init cannot stop itself): the old

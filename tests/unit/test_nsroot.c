@@ -174,6 +174,41 @@ static void test_a_copy_is_made_only_where_nothing_is(void **state)
 	close(dfd);
 }
 
+static bool fuse_in(const char *table, uint64_t id)
+{
+	FILE *f = fmemopen((void *)table, strlen(table), "r");
+	bool fuse;
+
+	assert_non_null(f);
+	fuse = nsroot_mountinfo_fuse(f, id);
+	fclose(f);
+	return fuse;
+}
+
+static void test_fuse_mounts_from_the_mount_table(void **state)
+{
+	char table[16384], opts[9000];
+
+	(void)state;
+	/* A long overlay line (lowerdirs), then the mounts asked about. */
+	memset(opts, 'x', sizeof(opts) - 1);
+	opts[sizeof(opts) - 1] = '\0';
+	snprintf(table, sizeof(table),
+		 "700 1 0:90 / / rw - overlay overlay rw,lowerdir=%s\n"
+		 "701 700 0:91 / /tmp rw,nosuid - fuse.fuse-overlayfs fuse-overlayfs rw\n"
+		 "702 700 0:92 / /proc rw - proc proc rw\n"
+		 "703 700 0:93 / /data rw - fuseblk /dev/sdb1 rw\n", opts);
+	assert_false(fuse_in(table, 700));
+	assert_true(fuse_in(table, 701));
+	assert_false(fuse_in(table, 702));
+	assert_true(fuse_in(table, 703));
+	/* Not in the table; and a number inside the long line's options is no mount. */
+	assert_false(fuse_in(table, 704));
+	/* 36 bytes, then x's to fill fgets()'s 4095: the piece after starts "701 - fuse". */
+	snprintf(table, sizeof(table), "1 0 0:1 / / rw - ext4 /dev/vda rw,x=%.4059s701 - fuse\n", opts);
+	assert_false(fuse_in(table, 701));
+}
+
 static void test_container_ids_from_cgroup_paths(void **state)
 {
 	const char *id = "0edc69e0cbf2e00f21191fa7bf0d9e7d163a5552457ee15a0ff4ae0eed46737e";
@@ -212,6 +247,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_copy_is_made_only_where_nothing_is, setup,
 						teardown),
+		cmocka_unit_test(test_fuse_mounts_from_the_mount_table),
 		cmocka_unit_test(test_container_ids_from_cgroup_paths),
 	};
 

@@ -109,6 +109,32 @@ static uint64_t offset_before(const struct mirror *mi, uint64_t at_ns)
 	return mi->nmarks > MARKS ? oldest : 0;
 }
 
+/* What the mirror remembers of its source's bytes, to tell an append from a rewrite. */
+#define WINDOW 64
+
+/* FNV-1a of @len bytes of @fd at @off; 0 when they cannot be read whole. */
+static uint64_t window_hash(int fd, uint64_t off, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	unsigned char b[WINDOW];
+	size_t i;
+
+	if (pread(fd, b, len, (off_t)off) != (ssize_t)len)
+		return 0;
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h | 1;
+}
+
+/* The first and the last WINDOW bytes read so far, hashed once more was read. */
+static void remember(struct mirror *mi)
+{
+	size_t n = mi->offset < WINDOW ? (size_t)mi->offset : WINDOW;
+
+	mi->head_hash = window_hash(mi->src_fd, 0, n);
+	mi->tail_hash = window_hash(mi->src_fd, mi->offset - n, n);
+}
+
 /* ---- the source ---- */
 
 void mirror__close_source(struct mirrors *m, struct mirror *mi)
@@ -131,7 +157,8 @@ void mirror__close_source(struct mirrors *m, struct mirror *mi)
  */
 static bool owner_ok(const struct mirror *mi, const struct stat *st)
 {
-	return st->st_uid == mi->uid || (st->st_uid == 0 && !mi->dir->is_map_dir);
+	return st->st_uid == mi->uid ||
+	       (st->st_uid == 0 && !mi->dir->is_map_dir && !mi->uid_changed);
 }
 
 void mirror__try_source(struct mirrors *m, struct mirror *mi)
@@ -174,6 +201,7 @@ void mirror__try_source(struct mirrors *m, struct mirror *mi)
 	mi->src_ino = st.st_ino;
 	mi->mode = st.st_mode & 0666;
 	mi->nmarks = 0;
+	remember(mi);
 	u->open++;
 	m->open++;
 	mark(mi, clock_boot_ns());
@@ -210,6 +238,7 @@ static int take_back(struct mirrors *m, struct mirror *mi, const char *name)
 	mi->dst_bytes = (uint64_t)st.st_size;
 	if (mi->offset < mi->prev_offset)
 		mi->offset = mi->prev_offset;  /* its lines up to there are in it already */
+	remember(mi);
 	mi->prev_ino = 0;
 	pr_info("mirror %d (%s): %s/%s could not be moved at its exec; the new image's lines follow the old one's in it",
 		(int)mi->pid, mi->comm, m->cfg.map_dir, name);
@@ -262,6 +291,8 @@ static void drop_dest(struct mirrors *m, struct mirror *mi)
 	char name[32];
 	struct stat st;
 
+	/* A copy into it (the map dir's case) shares its fd: gone first. */
+	mirror__copy_free(mi);
 	if (mi->dst_fd < 0)
 		return;
 	map_name(mi->pid, name, sizeof(name));
@@ -314,24 +345,26 @@ static size_t count_lines(const char *p, size_t n)
 }
 
 /*
- * Its runtime wrote it anew (shorter than what was read, or no longer a line
- * end where reading stopped: a JVM's Compiler.perfmap rewrites the whole
- * file). The mirror follows: emptied and read again from the start, so that
- * it never holds more than its map.
+ * Its runtime wrote it anew (a JVM's Compiler.perfmap rewrites the whole
+ * file; a restart truncates it): shorter than what was read, or other bytes
+ * where the first or the last of what was read were. The mirror follows:
+ * emptied and read again from the start, never holding more than its map.
  */
 static bool rewritten(struct mirror *mi, const struct stat *st)
 {
-	char last;
+	size_t n = mi->offset < WINDOW ? (size_t)mi->offset : WINDOW;
 
 	if ((uint64_t)st->st_size < mi->offset)
 		return true;
-	return mi->offset && (pread(mi->src_fd, &last, 1, (off_t)mi->offset - 1) != 1 || last != '\n');
+	return n && (window_hash(mi->src_fd, 0, n) != mi->head_hash ||
+		     window_hash(mi->src_fd, mi->offset - n, n) != mi->tail_hash);
 }
 
 static void restart(struct mirrors *m, struct mirror *mi)
 {
 	m->stats.rewritten++;
 	mi->offset = 0;
+	mi->prev_offset = 0;  /* an old mirror taken back gets the new map whole */
 	mi->nmarks = 0;
 	if (mi->dst_fd >= 0 && !ftruncate(mi->dst_fd, 0))
 		mi->dst_bytes = 0;
@@ -438,10 +471,12 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 			m->stats.over_size++;
 			stop(m, mi, "a line longer than 256 KiB");
 		}
-		return true;  /* only a partial line: its runtime is writing it */
+		/* Only a partial line (its runtime is writing it), or a read cut short by a bound. */
+		return got >= had;
 	}
 	*spent = (size_t)whole;
 	mi->offset += (uint64_t)whole;
+	remember(mi);
 	mark(mi, clock_boot_ns());
 	mi->dst_bytes += (uint64_t)whole;
 	mi->behind -= (uint64_t)whole;
@@ -498,10 +533,16 @@ static size_t poll_one(struct mirrors *m, struct mirror *mi, size_t cap, uint64_
 {
 	size_t spent = mirror__copy_step(m, mi, cap, now_ns);
 
-	/* Waiting: inotify says when a map appears; this catches what it could not. */
-	if (mi->src_fd < 0 && !mi->stopped && now_ns >= mi->retry_ns) {
+	/*
+	 * Inotify says when a map appears or is renamed over; this catches what
+	 * it could not (an overflow, a watch refused or gone).
+	 */
+	if (!mi->stopped && now_ns >= mi->retry_ns) {
 		mi->retry_ns = now_ns + RETRY_NS;
-		mirror__try_source(m, mi);
+		if (mi->src_fd < 0)
+			mirror__try_source(m, mi);
+		else
+			follow_name(m, mi, now_ns);
 	}
 	if (spent < cap)
 		spent += mirror__sync(m, mi, cap - spent, false, now_ns);
@@ -555,11 +596,15 @@ static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid
 	}
 	mi->uid = uid;
 	mi->gid = gid;
-	/* Its open map must be the new uid's too: what the old uid could read is not the new one's. */
+	/*
+	 * Its open map must be the new uid's own (no exception for root's: a
+	 * root map's tail must not reach a mirror of the uid it dropped to).
+	 * Refused, it is looked at again at the retries, its next file too.
+	 */
+	mi->uid_changed = true;
 	if (mi->src_fd >= 0 && (fstat(mi->src_fd, &st) || !owner_ok(mi, &st))) {
 		refuse(m, mi, NSR_OWNER, &st);
 		mirror__close_source(m, mi);
-		stop(m, mi, "its process changed its uid to one its map is not of");
 		return;
 	}
 	if (mi->dst_fd >= 0 && fchown(mi->dst_fd, uid, gid))
@@ -761,6 +806,7 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	from = offset_before(mi, at_ns);
 	if (from < mi->offset)
 		mi->offset = from;
+	remember(mi);
 	return 0;
 }
 

@@ -70,9 +70,11 @@ struct mirror {
 	struct { uint64_t ns, offset; } marks[MARKS];
 	unsigned int nmarks;
 	uint64_t behind;             /* bytes of the source not mirrored yet */
+	uint64_t head_hash, tail_hash; /* of the first and last bytes read: a rewrite changes them */
 	bool stopped;                /* at the size bound, or a line too long: no more reads */
 	bool over_limit;             /* counted once as over the bounds on open mirrors */
 	bool dest_blocked;           /* counted once: another file at its host path */
+	bool uid_changed;            /* its process changed uid: root's maps are no longer its own */
 	dev_t refused_dev;           /* the file last refused: counted once */
 	ino_t refused_ino;
 	/* The copy made for it at a fork: an exec finding it unwritten removes it. */

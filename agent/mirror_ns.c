@@ -32,14 +32,19 @@ struct ended_rec {
 	pid_t ns_pid;
 	dev_t dev;
 	ino_t ino;
-	uint64_t size;
+	uint64_t size;               /* as it ended: unwritten since while still this size */
+	uint64_t line_end;           /* where its last whole line ended: the next holder's start */
 	uint64_t btime_ns;           /* 0: the file system does not say */
 	uint64_t ctime_ns;
 };
 
-static pid_t ended_key(ino_t ino)
+/* Keyed by its directory and name: what a later holder of the name looks up. */
+static pid_t ended_key(const struct nsdir *d, pid_t ns_pid)
 {
-	return (pid_t)(ino % 0x7ffffffe) + 1;
+	uint64_t h = ((uint64_t)d->dev * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)d->ino * 0xc2b2ae3d27d4eb4full) ^
+		     (uint64_t)ns_pid;
+
+	return (pid_t)(h % 0x7ffffffe) + 1;
 }
 
 static uint64_t ts_ns(struct statx_timestamp t)
@@ -100,11 +105,13 @@ size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint6
 
 	if (!c)
 		return 0;
+	if (c->off >= c->end)
+		goto done;
+	if (!cap)
+		return 0;  /* the tick's bytes are spent: the next one goes on */
 	want = c->end - c->off < cap ? (size_t)(c->end - c->off) : cap;
 	if (want > PASS_BYTES)
 		want = PASS_BYTES;
-	if (!want)
-		goto done;
 	/* Over its uid's budget: the rest waits for the next tick. */
 	if (!budget__take(m->budget, mi->uid, want, now_ns))
 		return 0;
@@ -112,9 +119,14 @@ size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint6
 	nl = n > 0 ? memrchr(m->buf, '\n', (size_t)n) : NULL;
 	whole = nl ? (size_t)(nl - m->buf) + 1 : 0;
 	budget__settle(m->budget, mi->uid, want, whole);
-	if (!whole || perfmap__write_all(c->dst_fd, m->buf, whole)) {
-		if (whole)
-			m->stats.ns_copies_failed++;
+	if (!whole) {
+		/* The parent's unfinished last line, a line longer than a pass, or nothing: done. */
+		if (n <= 0 || (uint64_t)n >= c->end - c->off || n == PASS_BYTES)
+			goto done;
+		return 0;  /* a small part of the tick was left: the next one reads a whole line */
+	}
+	if (perfmap__write_all(c->dst_fd, m->buf, whole)) {
+		m->stats.ns_copies_failed++;
 		goto done;
 	}
 	c->off += whole;
@@ -242,7 +254,7 @@ void mirror__keep_ended(struct mirrors *m, const struct mirror *mi)
 	/* Full: forgotten all at once (the next holders' maps are then mirrored whole, as before). */
 	if (m->ended.count >= ENDED_MAX)
 		pidmap_clear(&m->ended);
-	key = ended_key(st.st_ino);
+	key = ended_key(mi->dir, mi->ns_pid);
 	e = (struct ended_rec *)pidmap_remove(&m->ended, key);
 	if (!e)
 		e = calloc(1, sizeof(*e));
@@ -255,6 +267,7 @@ void mirror__keep_ended(struct mirrors *m, const struct mirror *mi)
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
 	e->size = (uint64_t)st.st_size;
+	e->line_end = mi->offset < e->size ? mi->offset : e->size;
 	if (file_times(mi->src_fd, &e->btime_ns, &e->ctime_ns)) {
 		free(e);
 		return;
@@ -264,7 +277,8 @@ void mirror__keep_ended(struct mirrors *m, const struct mirror *mi)
 
 bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st)
 {
-	struct ended_rec *e = (struct ended_rec *)pidmap_find(&m->ended, ended_key(st->st_ino));
+	struct ended_rec *e = (struct ended_rec *)pidmap_find(&m->ended,
+							      ended_key(mi->dir, mi->ns_pid));
 	uint64_t btime, ctime;
 	bool same, unwritten;
 	char name[32];
@@ -292,9 +306,9 @@ bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const
 		return true;
 	}
 	/* Written since (or open for writing): only what follows the earlier process's is this one's. */
-	if (e->size <= (uint64_t)st->st_size) {
+	if (e->line_end <= (uint64_t)st->st_size) {
 		m->stats.ns_stale_skipped++;
-		mi->offset = e->size;
+		mi->offset = e->line_end;
 		pr_info("mirror %d (%s): %s/%s holds an earlier process's entries; mirrored from byte %llu on",
 			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name,
 			(unsigned long long)mi->offset);

@@ -24,7 +24,8 @@ static const struct {
 	[NSR_TOO_LARGE] = { "is larger than the size bound, refused", "refused_too_large" },
 	[NSR_SPARSE] = { "is sparse (holes), refused", "refused_sparse" },
 	[NSR_DIR] = { "is a symlink or not a directory, refused", "refused_tmp" },
-	[NSR_FUSE] = { "is on FUSE, whose server could hang the agent, refused", "refused_fuse" },
+	[NSR_FUSE] = { "is on FUSE (or a mount its mount table does not show), whose server could hang the agent, refused",
+		       "refused_fuse" },
 	[NSR_ROOT] = { "cannot be reached (its root or /proc refused it), refused", "refused_root" },
 	[NSR_OWNER] = { "is owned by another uid than its process's, refused", "refused_owner" },
 };
@@ -60,7 +61,7 @@ static int mount_id(int fd, uint64_t *id)
 	return 0;
 }
 
-bool nsroot_mountinfo_fuse(FILE *f, uint64_t id)
+int nsroot_mountinfo_fuse(FILE *f, uint64_t id)
 {
 	char line[4096], *end, *sep;
 	bool at_start = true;
@@ -75,37 +76,34 @@ bool nsroot_mountinfo_fuse(FILE *f, uint64_t id)
 		sep = strstr(line, " - ");
 		return sep && !strncmp(sep + 3, "fuse", 4);
 	}
-	return false;
+	return -ENOENT;
 }
 
-/* The file system type of mount @id, from @pid's mount table. */
+/* Is mount @id FUSE, by @pid's mount table? Not shown there (a root inside a mount): taken to be. */
 static bool mount_is_fuse(pid_t pid, uint64_t id)
 {
 	char path[64];
-	bool fuse;
 	FILE *f;
+	int ret;
 
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return false;
-	fuse = nsroot_mountinfo_fuse(f, id);
+		return true;
+	ret = nsroot_mountinfo_fuse(f, id);
 	fclose(f);
-	return fuse;
+	return ret != 0;
 }
 
 /*
  * Is @fd on FUSE? Asked of the mount table, never of the file system: a FUSE
  * server that admits root answers statfs() itself, and need never answer.
- * FUSE refusing root the attributes (EACCES) is a FUSE mount of someone else.
+ * What cannot be told (no mount id, a mount the table does not show, FUSE
+ * refusing root the attributes) is refused as if it were: it may be.
  */
 static bool on_fuse(pid_t pid, int fd, uint64_t *id)
 {
-	int err = mount_id(fd, id);
-
-	if (err)
-		return err == -EACCES;
-	return mount_is_fuse(pid, *id);
+	return mount_id(fd, id) || mount_is_fuse(pid, *id);
 }
 
 int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why)
@@ -140,7 +138,7 @@ int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusa
 		return dfd;
 	}
 	/* Its own mount (a tmpfs on /tmp) is looked up in the mount table too. */
-	if (!mount_id(dfd, &dir_mnt) && dir_mnt != root_mnt && mount_is_fuse(pid, dir_mnt))
+	if (mount_id(dfd, &dir_mnt) || (dir_mnt != root_mnt && mount_is_fuse(pid, dir_mnt)))
 		*why = NSR_FUSE;
 	else if (fstat(dfd, st))
 		*why = NSR_ROOT;

@@ -22,7 +22,7 @@ enum ns_refusal {
 	NSR_TOO_LARGE,    /* over --max-map-bytes */
 	NSR_SPARSE,       /* holes: gigabytes of nothing to read */
 	NSR_DIR,          /* its map directory is a symlink, not a directory, or on another mount */
-	NSR_FUSE,         /* on FUSE: a lookup or read could hang on its server */
+	NSR_FUSE,         /* on FUSE (or a mount its table does not show): a lookup could hang */
 	NSR_ROOT,         /* its root cannot be reached (gone, or /proc refused) */
 	NSR_OWNER,        /* owned by another uid than its process's: maybe another user's map */
 	NSR__COUNT,
@@ -47,10 +47,11 @@ int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st
 		    enum ns_refusal *why);
 /*
  * Is mount @id on FUSE ("fuse", "fuse.<name>", "fuseblk"), by the mount
- * table @f (/proc/<pid>/mountinfo)? The file system itself is never asked:
- * a FUSE server answers its own statfs(), and need never answer.
+ * table @f (/proc/<pid>/mountinfo)? 1 or 0; -ENOENT when the table does not
+ * show it. The file system itself is never asked: a FUSE server answers its
+ * own statfs(), and need never answer.
  */
-bool nsroot_mountinfo_fuse(FILE *f, uint64_t id);
+int nsroot_mountinfo_fuse(FILE *f, uint64_t id);
 /* Is @st, a file being mirrored, still one to read (a hole may be made later)? */
 enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes);
 /*

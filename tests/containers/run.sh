@@ -731,6 +731,34 @@ test_unshare_rewrite() {
 	stop_agent || fail "unshare_rewrite: perfmapd exited non-zero"
 }
 
+# Fork copies of a large map inside a namespace go a bounded part per tick:
+# 8 children of a JIT with a map of about 2 MB (16 MB in all, past a tick's
+# 8 MiB) each still get every entry, in the namespace and in their mirrors.
+test_unshare_large_copy() {
+	local d='' a nsd u pid rc c n=0 ok=0
+	nsd=$(new_map_dir)
+	agent_on large unshare_large_copy --ns-map-dir "$nsd" --retention 30 || return
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o mode=1777,size=64m pmtmp "$0" && exec "$1" --dir "$0" --entries 60000 --prefix big --children 8 --wait-map-ms 20000 --print-pids --report' \
+		"$nsd" "$FORKJIT" "$HOLD_MS" >"$WORK/large.out" 2>&1 &
+	u=$!
+	BG_PIDS+=("$u")
+	pid=$u
+	# It exits once its children reported (its report then reaches the file); mirrors stay 30 s.
+	check "unshare_large_copy: the JIT's 60000 entries are mirrored" \
+		wait_for 20 map_has "$d/perf-$pid.map" big 60000
+	check "unshare_large_copy: its 8 children each found their whole copy in the namespace" \
+		wait_for 40 grep -q "^complete 8/8" "$WORK/large.out"
+	for c in $(awk '$1 == "child" { print $2 }' "$WORK/large.out"); do
+		n=$((n + 1))
+		wait_for 10 map_has "$d/perf-$c.map" big 60000 && ok=$((ok + 1))
+	done
+	check "unshare_large_copy: and each child's mirror, retained after its exit, holds all 60000 ($ok of $n)" \
+		test "$ok" = 8 -a "$n" = 8
+	check "unshare_large_copy: status: ns_copies counts 8" status_ge "$d" ns_copies 8
+	stop_agent || fail "unshare_large_copy: perfmapd exited non-zero"
+}
+
 # Exec inside a container: the old image's mirror is archived, a new one
 # continues for the new image. Both images stop themselves at once (so the
 # JIT runs under --init: a namespace's init cannot stop itself): the old

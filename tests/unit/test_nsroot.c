@@ -174,10 +174,10 @@ static void test_a_copy_is_made_only_where_nothing_is(void **state)
 	close(dfd);
 }
 
-static bool fuse_in(const char *table, uint64_t id)
+static int fuse_in(const char *table, uint64_t id)
 {
 	FILE *f = fmemopen((void *)table, strlen(table), "r");
-	bool fuse;
+	int fuse;
 
 	assert_non_null(f);
 	fuse = nsroot_mountinfo_fuse(f, id);
@@ -198,15 +198,15 @@ static void test_fuse_mounts_from_the_mount_table(void **state)
 		 "701 700 0:91 / /tmp rw,nosuid - fuse.fuse-overlayfs fuse-overlayfs rw\n"
 		 "702 700 0:92 / /proc rw - proc proc rw\n"
 		 "703 700 0:93 / /data rw - fuseblk /dev/sdb1 rw\n", opts);
-	assert_false(fuse_in(table, 700));
-	assert_true(fuse_in(table, 701));
-	assert_false(fuse_in(table, 702));
-	assert_true(fuse_in(table, 703));
-	/* Not in the table; and a number inside the long line's options is no mount. */
-	assert_false(fuse_in(table, 704));
+	assert_int_equal(fuse_in(table, 700), 0);
+	assert_int_equal(fuse_in(table, 701), 1);
+	assert_int_equal(fuse_in(table, 702), 0);
+	assert_int_equal(fuse_in(table, 703), 1);
+	/* Not in the table (the caller takes that as FUSE); a number inside a long line is no mount. */
+	assert_int_equal(fuse_in(table, 704), -ENOENT);
 	/* 36 bytes, then x's to fill fgets()'s 4095: the piece after starts "701 - fuse". */
 	snprintf(table, sizeof(table), "1 0 0:1 / / rw - ext4 /dev/vda rw,x=%.4059s701 - fuse\n", opts);
-	assert_false(fuse_in(table, 701));
+	assert_int_equal(fuse_in(table, 701), -ENOENT);
 }
 
 static void test_container_ids_from_cgroup_paths(void **state)

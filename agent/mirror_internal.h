@@ -108,11 +108,31 @@ struct uid_count {
 
 /* mirror.c */
 struct uid_count *mirror__uid(struct mirrors *m, uid_t uid);
+const char *mirror__where(const struct mirror *mi);
+
+/* mirror_sync.c: one mirror */
+/* A refusal of @st (NULL: of no file), counted and said once per file. */
+void mirror__refuse(struct mirrors *m, struct mirror *mi, enum ns_refusal why,
+		    const struct stat *st);
+/* Is @st, at its name, the process's own map (its uid's, or root's in its own directory)? */
+bool mirror__owner_ok(const struct mirror *mi, const struct stat *st);
+/* Open its map if it is there now, checked; refusals counted and said. */
 void mirror__try_source(struct mirrors *m, struct mirror *mi);
 void mirror__close_source(struct mirrors *m, struct mirror *mi);
+/* Another file at its name than the one open: followed from its start. */
+void mirror__follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns);
+/* <map dir>/perf-<pid>.map made (or an old one an exec let go of taken back); 0 or -errno. */
 int mirror__make_dest(struct mirrors *m, struct mirror *mi);
+/* The mirror file removed, while its name is still that file. */
+void mirror__drop_dest(struct mirrors *m, struct mirror *mi);
+/* The mirror file as the policy sees a map; -ENOENT when there is none. */
+int mirror__dest_info(const struct mirror *mi, struct map_info *out);
+/* Up to date within @cap bytes (@final: an exit's or exec's read, charged as debt); bytes read. */
 size_t mirror__sync(struct mirrors *m, struct mirror *mi, size_t cap, bool final, uint64_t now_ns);
-const char *mirror__where(const struct mirror *mi);
+/* The offset before which every line was read before @at_ns; see mirrors__exec(). */
+uint64_t mirror__offset_before(const struct mirror *mi, uint64_t at_ns);
+/* Note the first and last bytes read, which a rewrite would change. */
+void mirror__remember(struct mirror *mi);
 
 /* mirror_ns.c */
 /* A fork copy's next part, at most @cap bytes: bytes written (0: none now, or done). */

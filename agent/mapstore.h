@@ -112,6 +112,11 @@ struct ns_req {
 	uid_t uid;
 	gid_t gid;
 	uint64_t mnt_ns;           /* its mount namespace: refusals of its directory are said once */
+	/*
+	 * Its nearest known ancestors in the same mount namespace (0: none): a
+	 * process gone before it was looked at is placed through their roots.
+	 */
+	pid_t kin[4];
 	const char *comm;          /* escaped */
 };
 

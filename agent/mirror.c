@@ -21,6 +21,7 @@
 #include "mapname.h"
 #include "mirror_internal.h"
 #include "perfmap_tools.h"
+#include "procfs.h"
 
 /* The container of an ended mirror, until its map is archived. */
 struct tag_rec {
@@ -208,11 +209,65 @@ static int new_mirror(struct mirrors *m, struct nsdir *d, const struct ns_req *r
 	return 0;
 }
 
+/*
+ * The directory of @mnt_ns as it is now: the one last resolved for it is
+ * resolved again through the same process's root while that process is still
+ * in @mnt_ns (a directory mounted since, as a container's /tmp, is then
+ * found), else taken as it was. With a reference; NULL if none is known.
+ */
+/* @rq's directory through @kin's root, while @kin is in @rq's mount namespace; with a reference. */
+static struct nsdir *dir_through(struct mirrors *m, const struct ns_req *rq, pid_t kin,
+				 uint64_t now_ns)
+{
+	enum ns_refusal why;
+	struct stat st;
+	int fd;
+
+	if (kin <= 0)
+		return NULL;
+	fd = nsroot_open_dir(kin, m->cfg.ns_map_dir, &st, &why);
+	if (fd < 0)
+		return NULL;
+	/* Its pid may be another process's by now: only while it is in that namespace. */
+	if (procfs_ns(kin, "mnt") != rq->mnt_ns) {
+		close(fd);
+		return NULL;
+	}
+	return nsdirs_get(&m->dirs, fd, &st, rq->uid, rq->mnt_ns, kin, now_ns);
+}
+
+/*
+ * The directory of a process gone before it was looked at, as its mount
+ * namespace has it now: through the root of a live ancestor of it in that
+ * namespace, or of the process that last resolved one for it (a directory
+ * mounted since, as a container's /tmp, is then found), else as that one
+ * was. With a reference; NULL if none is known.
+ */
+static struct nsdir *dir_now(struct mirrors *m, const struct ns_req *rq, uint64_t now_ns)
+{
+	struct nsdir *d, *fresh;
+	size_t i;
+
+	for (i = 0; i < sizeof(rq->kin) / sizeof(rq->kin[0]); i++) {
+		d = dir_through(m, rq, rq->kin[i], now_ns);
+		if (d)
+			return d;
+	}
+	d = nsdirs_by_mnt_ns(&m->dirs, rq->mnt_ns);
+	if (!d)
+		return NULL;
+	fresh = dir_through(m, rq, d->resolver, now_ns);
+	if (!fresh)
+		return d;
+	nsdirs_put(&m->dirs, d);
+	return fresh;
+}
+
 /* A process gone before it was looked at: its mount namespace's directory, if one is known. */
 static int attach_gone(struct mirrors *m, const struct ns_req *rq, enum ns_place *place,
 		       uint64_t now_ns)
 {
-	struct nsdir *d = nsdirs_by_mnt_ns(&m->dirs, rq->mnt_ns);
+	struct nsdir *d = dir_now(m, rq, now_ns);
 
 	if (!d)
 		return -ESRCH;
@@ -265,6 +320,7 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);  /* the new image's name */
 		mi->dir->mnt_ns = rq->mnt_ns;
 		mi->dir->resolved_ns = now_ns;
+		mi->dir->resolver = rq->pid;
 		set_owner(m, mi, rq->uid, rq->gid);
 		*place = NS_MIRRORED;
 		return 0;
@@ -286,7 +342,7 @@ int mirrors__attach(struct mirrors *m, const struct ns_req *rq, enum ns_place *p
 		*place = NS_OURS;
 		return 0;
 	}
-	d = nsdirs_get(&m->dirs, fd, &st, rq->uid, rq->mnt_ns, now_ns);
+	d = nsdirs_get(&m->dirs, fd, &st, rq->uid, rq->mnt_ns, rq->pid, now_ns);
 	if (!d) {
 		m->stats.over_limit++;
 		return 0;

@@ -83,7 +83,7 @@ static void watch(struct nsdirs *t, struct nsdir *d)
 }
 
 struct nsdir *nsdirs_get(struct nsdirs *t, int fd, const struct stat *st, uid_t uid,
-			 uint64_t mnt_ns, uint64_t now_ns)
+			 uint64_t mnt_ns, pid_t resolver, uint64_t now_ns)
 {
 	struct uid_dirs *u;
 	struct nsdir *d;
@@ -94,6 +94,7 @@ struct nsdir *nsdirs_get(struct nsdirs *t, int fd, const struct stat *st, uid_t 
 			d->refs++;
 			d->mnt_ns = mnt_ns;
 			d->resolved_ns = now_ns;
+			d->resolver = resolver;
 			return d;
 		}
 	u = uid_dirs(t, uid);
@@ -109,6 +110,7 @@ struct nsdir *nsdirs_get(struct nsdirs *t, int fd, const struct stat *st, uid_t 
 	d->refs = 1;
 	d->mnt_ns = mnt_ns;
 	d->resolved_ns = now_ns;
+	d->resolver = resolver;
 	d->is_map_dir = st->st_dev == t->map_dev && st->st_ino == t->map_ino;
 	d->wd = -1;
 	if (d->is_map_dir)

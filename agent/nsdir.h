@@ -26,9 +26,10 @@ struct nsdir {
 	bool is_map_dir;
 	uid_t uid;                   /* charged to: the first process's that resolved it */
 	size_t refs;
-	/* The mount namespace it was last resolved for, and when. */
+	/* The mount namespace it was last resolved for, when, and by which process's root. */
 	uint64_t mnt_ns;
 	uint64_t resolved_ns;
+	pid_t resolver;
 	char tag[CONTAINER_SHORT_LEN + 2];  /* "c" and its processes' container id, or "" */
 	struct pidmap by_name;       /* the mirrors of maps in it, by the pid in their names */
 };
@@ -52,11 +53,11 @@ int nsdirs_init(struct nsdirs *t, int map_dir_fd);
 void nsdirs_fini(struct nsdirs *t);
 /*
  * The record of the directory open as @fd (which it takes, closing it when
- * one exists), with a reference; NULL past the bounds. @uid, @mnt_ns: of the
- * process that resolved it.
+ * one exists), with a reference; NULL past the bounds. @uid, @mnt_ns,
+ * @resolver: the process that resolved it.
  */
 struct nsdir *nsdirs_get(struct nsdirs *t, int fd, const struct stat *st, uid_t uid,
-			 uint64_t mnt_ns, uint64_t now_ns);
+			 uint64_t mnt_ns, pid_t resolver, uint64_t now_ns);
 void nsdirs_put(struct nsdirs *t, struct nsdir *d);
 /* The directory last resolved for @mnt_ns, with a reference; NULL if none. */
 struct nsdir *nsdirs_by_mnt_ns(struct nsdirs *t, uint64_t mnt_ns);

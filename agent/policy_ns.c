@@ -13,11 +13,22 @@
 #include "policy_internal.h"
 #include "retention.h"
 
-static struct ns_req ns_req_of(const struct proc *pr)
+static struct ns_req ns_req_of(const struct policy *p, const struct proc *pr)
 {
-	return (struct ns_req){ .pid = pr->tgid, .ns_pid = pr->ns_pid,
-				.start_ticks = pr->start_ticks, .uid = pr->uid, .gid = pr->gid,
-				.mnt_ns = pr->mnt_ns, .comm = pr->comm };
+	struct ns_req rq = { .pid = pr->tgid, .ns_pid = pr->ns_pid,
+			     .start_ticks = pr->start_ticks, .uid = pr->uid, .gid = pr->gid,
+			     .mnt_ns = pr->mnt_ns, .comm = pr->comm };
+	const struct proc *a = pr;
+	size_t n = 0;
+
+	/* Up the known parents, while in the same mount namespace: a short, bounded walk. */
+	while (n < sizeof(rq.kin) / sizeof(rq.kin[0]) && a->ppid > 0 && a->ppid != a->tgid) {
+		a = proctab_find(&p->procs, a->ppid);
+		if (!a || a->mnt_ns != pr->mnt_ns)
+			break;
+		rq.kin[n++] = a->tgid;
+	}
+	return rq;
 }
 
 void policy__ns_track(struct proc *pr, const struct policy_event *ev, bool fresh)
@@ -73,7 +84,7 @@ static void copy_in_namespace(struct policy *p, struct proc *pr, const struct po
 {
 	const struct mapstore_ops *ops = p->store.ops;
 	struct proc *parent = proctab_find(&p->procs, ev->ppid);
-	struct ns_req rq = ns_req_of(pr);
+	struct ns_req rq = ns_req_of(p, pr);
 	int err;
 
 	if (ev->type != POLICY_EV_FORK || (ev->flags & POLICY_EVF_VFORK) || !ops->ns_copy ||
@@ -102,7 +113,7 @@ bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_eve
 	struct ns_req rq;
 
 	pr->mnt_ns = ev->mnt_ns;
-	rq = ns_req_of(pr);
+	rq = ns_req_of(p, pr);
 	if (ops->ns_attach && pr->ns_pid)
 		err = ops->ns_attach(p->store.ctx, &rq, &place);
 	if (err || place == NS_REFUSED) {

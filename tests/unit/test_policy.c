@@ -69,6 +69,7 @@ static struct fake {
 	uint64_t ns_exec_at;
 	bool ns_only_copy;         /* ns_exec: the mirror held only the fork's copy, unwritten */
 	ino_t ns_new_mirror_ino;   /* ns_exec: the new mirror it made, at the path after the move */
+	pid_t ns_kin[4];           /* ns_attach: the ancestors it was given */
 	int syncs_before_archive;  /* ns_syncs when the last archive() was called */
 } F;
 
@@ -265,6 +266,7 @@ static int fake_ns_attach(void *ctx, const struct ns_req *rq, enum ns_place *pla
 {
 	(void)ctx;
 	F.ns_attaches++;
+	memcpy(F.ns_kin, rq->kin, sizeof(F.ns_kin));
 	/* The new mirror an exec began is at the path by the time the process is placed again. */
 	if (F.ns_new_mirror_ino) {
 		put_map(rq->pid, 10, span_at(F.now), ENTRIES_MAPPED);
@@ -652,6 +654,9 @@ static void test_ns_fork_of_a_mirrored_parent_copies_in_its_namespace(void **sta
 	assert_int_equal(stats()->ns_mirrored, 1);
 	assert_int_equal(F.ns_copies, 0);  /* its parent is a host process */
 	send_ns(POLICY_EV_FORK, 11, 10, 5 * SEC, 5 * SEC, 0);
+	/* Its parent, in its mount namespace, is named for placing it should it be gone; not 1 (another). */
+	assert_int_equal(F.ns_kin[0], 10);
+	assert_int_equal(F.ns_kin[1], 0);
 	assert_int_equal(F.ns_copies, 1);
 	assert_int_equal(F.ns_copy_parent, 10);
 	assert_int_equal(stats()->ns_copies, 1);

@@ -19,6 +19,7 @@
 #include "mapname.h"
 #include "mirror_internal.h"
 #include "perfmap_tools.h"
+#include "privs.h"
 
 /*
  * A map a mirrored process left in its directory when it ended, to tell it
@@ -141,6 +142,56 @@ done:
 	return 0;
 }
 
+/*
+ * The child's own map, made by its runtime before the copy, opened to have the
+ * parent's entries appended, as the host does: only the child's uid's regular
+ * file, ending in a whole line (-EAGAIN), and not beginning with the parent's
+ * first line already (its runtime copied them itself: -EALREADY). The fd, or
+ * -errno. The open for writing is the only one that needs CAP_DAC_OVERRIDE.
+ */
+static int open_own(struct mirrors *m, const struct mirror *child, int parent_fd)
+{
+	char first[PERFMAP_LINE_MAX], have[PERFMAP_LINE_MAX], self[32], last;
+	enum ns_refusal why;
+	struct stat st, wst;
+	ssize_t n, k;
+	char *nl;
+	int rfd, wfd = -EPERM;
+
+	n = pread(parent_fd, first, sizeof(first), 0);
+	nl = n > 0 ? memchr(first, '\n', (size_t)n) : NULL;
+	if (!nl)
+		return -ENOENT;
+	rfd = nsroot_open_map(child->dir->fd, child->ns_pid, m->cfg.max_bytes, &st, &why);
+	if (rfd < 0)
+		return rfd;
+	if (st.st_uid != child->uid)
+		goto close_rfd;
+	k = pread(rfd, have, (size_t)(nl - first) + 1, 0);
+	if (k == nl - first + 1 && !memcmp(have, first, (size_t)k)) {
+		wfd = -EALREADY;
+		goto close_rfd;
+	}
+	if (st.st_size && (pread(rfd, &last, 1, st.st_size - 1) != 1 || last != '\n')) {
+		wfd = -EAGAIN;
+		goto close_rfd;
+	}
+	/* The inode checked, reopened for appending: nothing can be swapped in between. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", rfd);
+	privs_override_begin();
+	wfd = open(self, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	privs_override_end();
+	if (wfd < 0) {
+		wfd = -errno;
+	} else if (fstat(wfd, &wst) || wst.st_ino != st.st_ino || wst.st_dev != st.st_dev) {
+		close(wfd);
+		wfd = -EAGAIN;
+	}
+close_rfd:
+	close(rfd);
+	return wfd;
+}
+
 int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		  uint64_t now_ns)
 {
@@ -180,20 +231,25 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		c->dst_fd = child->dst_fd;
 	} else {
 		fd = nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid, st.st_mode);
-		if (fd < 0) {
-			err = fd;
-			if (fd == -EEXIST)
+		if (fd == -EEXIST) {
+			/* Its runtime made its own first: the parent's entries follow its lines. */
+			fd = open_own(m, child, c->src_fd);
+			if (fd < 0) {
+				err = fd == -EALREADY ? -EEXIST : fd;
 				m->stats.ns_copies_existing++;
-			else
-				m->stats.ns_copies_failed++;
+				goto close_src;
+			}
+			m->stats.ns_copies_appended++;
+		} else if (fd < 0) {
+			err = fd;
+			m->stats.ns_copies_failed++;
 			goto close_src;
-		}
-		c->dst_fd = fd;
-		if (!fstat(fd, &st)) {
+		} else if (!fstat(fd, &st)) {
 			child->copy_dev = st.st_dev;
 			child->copy_ino = st.st_ino;
 			child->copy_size = 0;
 		}
+		c->dst_fd = fd;
 	}
 	child->copy = c;
 	m->stats.ns_copies++;

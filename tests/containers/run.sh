@@ -759,6 +759,37 @@ test_unshare_large_copy() {
 	stop_agent || fail "unshare_large_copy: perfmapd exited non-zero"
 }
 
+# A child whose runtime writes its own map before the agent copies (the agent
+# held with SIGSTOP): the parent's entries are appended to it, as on the host;
+# a child whose runtime copied the parent's map itself gets nothing more.
+test_unshare_own_map() {
+	local d='' a nsd u kind rc
+	nsd=$(new_map_dir)
+	agent_on own unshare_own_map --ns-map-dir "$nsd" --retention 30 || return
+	for kind in own copy; do
+		kill -STOP "$AGENT_PID"
+		unshare --mount --propagation private sh -c \
+			'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 30 --prefix "own_$2" --children 2 --child-writes "$2" --wait-map-ms 15000 --print-pids' \
+			"$nsd" "$FORKJIT" "$kind" >"$WORK/own-$kind.out" 2>&1 &
+		u=$!
+		BG_PIDS+=("$u")
+		wait_for 10 eval '[ "$(grep -c "^child" "$WORK/own-$kind.out")" = 2 ]'
+		kill -CONT "$AGENT_PID"
+		wait "$u"
+		rc=$?
+		case $kind in
+		own) check "unshare_own_map: children whose runtimes wrote first got the parent's 30 entries after their own" \
+			test "$rc" = 0 ;;
+		copy) check "unshare_own_map: children whose runtimes copied the parent's map themselves got nothing more" \
+			test "$rc" = 0 ;;
+		esac
+		[ "$rc" = 0 ] || sed 's/^/    /' "$WORK/own-$kind.out"
+	done
+	check "unshare_own_map: status: ns_copies_appended counts the 2 appends ($(status_of "$d" ns_copies_appended))" \
+		test "$(status_of "$d" ns_copies_appended)" = 2
+	stop_agent || fail "unshare_own_map: perfmapd exited non-zero"
+}
+
 # Exec inside a container: the old image's mirror is archived, a new one
 # continues for the new image. Both images stop themselves at once (so the
 # JIT runs under --init: a namespace's init cannot stop itself): the old

@@ -158,9 +158,9 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 # container's root, so it is linked statically.
 MIRROR_BENCH_BINS := $(O)/bench/mirror_writer $(O)/bench/mirror_meter
 
-$(O)/bench/mirror_writer: tests/bench/mirror_writer.c
+$(O)/bench/mirror_writer: tests/bench/mirror_writer.c $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -static -o $@ $<
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -Iperfmap/include -static -o $@ $< $(LIBA)
 
 $(O)/bench/mirror_meter: tests/bench/mirror_meter.c
 	@mkdir -p $(@D)

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "perfmap_tools.h"
+
 /*
  *   mirror_writer INDEX RATE SECONDS LINGER
  *
@@ -37,23 +39,6 @@ static void ts_add(struct timespec *t, long long ns)
 	t->tv_nsec = ns % 1000000000LL;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, buf, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * This process's CPU time so far. It began as the runtime's init (runc's, in
  * Go) before its exec of the writer, so only differences are the writer's.
@@ -75,7 +60,7 @@ static int write_done(long lines, long long cpu)
 	len = snprintf(buf, sizeof(buf), "lines %ld cpu_ns %lld\n", lines, cpu);
 	/* Renamed into place: the host reads it whole or not at all. */
 	fd = open("/tmp/cbench.done.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, buf, (size_t)len) || close(fd))
+	if (fd < 0 || perfmap__write_all(fd, buf, (size_t)len) || close(fd))
 		return -1;
 	return rename("/tmp/cbench.done.tmp", "/tmp/cbench.done");
 }
@@ -135,7 +120,7 @@ int main(int argc, char **argv)
 		len = snprintf(line, sizeof(line), "%lx 40 cbench_s%ld_t%lld\n",
 			       0x7f0000000000UL + ((unsigned long)index << 24) + (unsigned long)seq * 0x40,
 			       seq, ns_of(&now));
-		if (write_all(fd, line, (size_t)len)) {
+		if (perfmap__write_all(fd, line, (size_t)len)) {
 			perror(path);
 			return 1;
 		}

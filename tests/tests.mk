@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log nsroot
+	mapwatch policy retention archive copier log nsroot procmaps
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -14,8 +14,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 # The agent's test programs; defined before the rules whose prerequisites expand at once.
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
-# the map reader, the /proc parsers, the maps line parser, the BPF event decoder.
-FUZZ_TARGETS := reader procfs mappings evrecord
+# the map reader, the /proc parsers, the maps line parsers (the agent's and
+# libperfmap's), the BPF event decoder.
+FUZZ_TARGETS := reader procfs mappings procmaps evrecord
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 # Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
@@ -76,6 +77,7 @@ clang-build:
 FUZZ_LINK_reader := $(LIB_SRCS)
 FUZZ_LINK_procfs := agent/procfs.c agent/container.c
 FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
+FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
 FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Itests/fuzz
 

@@ -123,4 +123,64 @@ int perfmap__parse_duration(const char *s, uint64_t *out);
 int perfmap__run_paths(const char *run_dir, const char *map_dir, char *lock, char *sock,
 		       size_t len);
 
+/* ---- a process's mappings, /proc/<pid>/maps (procmaps.c) ---- */
+
+/*
+ * How perf resolves samples in a mapping. perf (tools/perf/util/map.c,
+ * map__new()) looks an executable mapping up in perf-<pid>.map when its name
+ * is_anon_memory() ("//anon", which /proc shows as no path, "/dev/zero...",
+ * "/anon_hugepage...", or MAP_HUGETLB) or is_no_dso_memory() ("[stack...",
+ * "/SYSV...", "[heap]"); a named anonymous mapping ("[anon:NAME]",
+ * "[anon_shmem:NAME]") reaches perf as "//anon", the kernel's
+ * PERF_RECORD_MMAP2 ignoring such names. Those are PERFMAP_VMA_ANON.
+ */
+enum perfmap_vma_kind {
+	PERFMAP_VMA_ANON,    /* perf looks these up in perf-<pid>.map */
+	PERFMAP_VMA_MEMFD,   /* "/memfd:...": perf resolves it as a file, never through a map */
+	PERFMAP_VMA_FILE,
+	PERFMAP_VMA_SPECIAL, /* [vdso] [vvar] [vsyscall] [uprobes] ... */
+};
+
+struct perfmap_vma {
+	uint64_t lo, hi, pgoff, ino;
+	uint32_t dev_major, dev_minor;
+	unsigned int prot;   /* PROT_READ|PROT_WRITE|PROT_EXEC */
+	bool shared;         /* 's' */
+	enum perfmap_vma_kind kind;
+};
+
+struct perfmap_vmas {
+	struct perfmap_vma *v;
+	size_t n, cap;
+};
+
+/* More mappings than this (the kernel's default vm.max_map_count is 65530) is -E2BIG. */
+#define PERFMAP_VMAS_MAX (1u << 16)
+
+/* One /proc/<pid>/maps line (@len bytes, no NUL needed): 0, or -EINVAL. No system calls (fuzzed). */
+int perfmap__vma_parse(const char *line, size_t len, struct perfmap_vma *out);
+/*
+ * The same, and where the line's path starts (@path, @path_len bytes, the
+ * kernel's " (deleted)" kept; length 0 for none): the doctor reads names.
+ */
+int perfmap__vma_parse_path(const char *line, size_t len, struct perfmap_vma *out,
+			    const char **path, size_t *path_len);
+/*
+ * All of /proc/<pid>/maps (or of the open fd @fd), sorted as the kernel lists
+ * them, at most PERFMAP_VMAS_MAX: 0 or -errno (-ESRCH when the process is
+ * gone, -EINVAL for a line that is no mapping, -E2BIG past the bound).
+ * @out is emptied first.
+ */
+int perfmap__vmas_read(pid_t pid, struct perfmap_vmas *out);
+int perfmap__vmas_read_fd(int fd, struct perfmap_vmas *out);
+/*
+ * The complete lines of @buf (@len bytes) appended to @vs; the bytes used
+ * (a last line without a newline is left), or -errno. No system calls.
+ */
+long perfmap__vmas_parse_buf(struct perfmap_vmas *vs, const char *buf, size_t len);
+/* The mapping holding @addr, or NULL (binary search). */
+const struct perfmap_vma *perfmap__vmas_find(const struct perfmap_vmas *vs, uint64_t addr);
+/* Accepts NULL and an empty list. */
+void perfmap__vmas_release(struct perfmap_vmas *vs);
+
 #endif /* PERFMAP_TOOLS_H */

@@ -11,12 +11,17 @@
 
 #include "archive.h"
 #include "events.h"
+#include "execmap.h"
 #include "instance.h"
+#include "jitscan.h"
 #include "mapwatch.h"
 #include "mirror.h"
 #include "policy.h"
 #include "scan.h"
 #include "store.h"
+
+/* Pages of each CPU's mmap-report ring: 1 MiB, some 8,000 records (a few hundred execs). */
+#define EXECMAP_RING_PAGES 256
 
 struct daemon_config {
 	const char *map_dir;          /* where runtimes write perf-<pid>.map */
@@ -24,6 +29,7 @@ struct daemon_config {
 	const char *run_dir;          /* lock and status socket */
 	const char *ns_map_dir;       /* where processes in other namespaces write, as they see it */
 	bool no_mirrors;              /* leave those alone */
+	enum execmap_source exec_maps; /* how executable mappings are learned */
 	gid_t status_gid;             /* may read the status besides root; STATUS_NO_GROUP */
 	uint64_t retention_s;         /* how long an exited process's map stays */
 	uint64_t archive_max_bytes;   /* archive quota; the oldest go first */
@@ -43,6 +49,10 @@ struct daemon {
 	struct mapwatch *mw;
 	struct events *events;
 	struct mirrors *mirrors;      /* NULL: --no-mirrors or --dry-run */
+	struct execmap *execmap;      /* NULL: executable mappings from /proc only, or not at all */
+	enum execmap_source exec_src; /* what was chosen */
+	uint64_t exec_lost_seen;      /* execmap__lost() when last read: a gap since, /proc fills it */
+	struct jitscan *jitscan;      /* reads /proc/<pid>/maps for the gaps */
 	struct store *store;
 	struct policy *policy;
 	uint64_t self_mnt_ns, self_pid_ns;

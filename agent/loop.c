@@ -39,7 +39,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 }
 
 enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES,
-       SRC_MIRRORS };
+       SRC_MIRRORS, SRC_EXECMAP };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -91,6 +91,8 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
 	if (d->mirrors)
 		err = err ?: loop_add(l->epfd, mirrors__fd(d->mirrors), SRC_MIRRORS);
+	if (d->execmap)
+		err = err ?: loop_add(l->epfd, execmap__fd(d->execmap), SRC_EXECMAP);
 	return err;
 }
 
@@ -181,6 +183,28 @@ static void watch_status(struct daemon *d, struct loop *l, bool on)
 		l->status_paused = !on;
 }
 
+/*
+ * The kernel's mmap reports, after the process events queued before them:
+ * a new process is in the table before its first code is counted. Records
+ * the ring lost leave a gap that a pass over /proc fills.
+ */
+static void read_exec_maps(struct daemon *d)
+{
+	uint64_t lost;
+
+	if (!d->execmap)
+		return;
+	catch_up(d);
+	execmap__consume(d->execmap);
+	lost = execmap__lost(d->execmap);
+	if (lost != d->exec_lost_seen) {
+		pr_warn("exec maps: %llu mmap reports lost (ring full); reading /proc/<pid>/maps again",
+			(unsigned long long)(lost - d->exec_lost_seen));
+		d->exec_lost_seen = lost;
+		jitscan__pass(d->jitscan, d->policy);
+	}
+}
+
 static void on_tick(struct daemon *d, struct loop *l)
 {
 	uint64_t expirations, dropped;
@@ -200,6 +224,9 @@ static void on_tick(struct daemon *d, struct loop *l)
 	relist(d, false);
 	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
 		watch_status(d, l, true);
+	read_exec_maps(d);
+	if (d->jitscan)
+		jitscan__tick(d->jitscan, d->policy, clock_boot_ns());
 	policy__tick(d->policy, clock_boot_ns());
 	if (d->mirrors)
 		mirrors__poll(d->mirrors, clock_boot_ns());
@@ -245,9 +272,11 @@ static void on_status(struct daemon *d, struct loop *l)
 		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
 		.events = d->events, .mw = d->mw, .ar = d->ar,
 		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
+		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
+		.jitscan = d->jitscan,
 	};
 	unsigned int max = instance__budget(d->inst, clock_mono_ns());
-	char text[8192];
+	char text[32768];
 	size_t n;
 
 	if (!max) {
@@ -274,6 +303,8 @@ int daemon__run(struct daemon *d)
 	/* BPF is attached and the directory watched: what happens now is queued while we catch up. */
 	scan_procs(&env);
 	scan_maps(&env, true);
+	if (d->jitscan)
+		jitscan__pass(d->jitscan, d->policy);
 	pr_info("tracking %zu processes; %zu exited processes' maps retained",
 		policy__processes(d->policy), policy__retained(d->policy));
 
@@ -294,6 +325,7 @@ int daemon__run(struct daemon *d)
 			case SRC_STATUS: on_status(d, &l); break;
 			case SRC_COPIES: store__drain_copies(d->store, daemon__on_copy_done, d); break;
 			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
+			case SRC_EXECMAP: read_exec_maps(d); break;
 			}
 		}
 		arm_retry(d, &l);

@@ -233,14 +233,43 @@ static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_
 }
 
 /*
- * The parent's entries, up to @limit bytes, into @dst_fd, stretch by stretch
- * of data (a line a hole cuts is no line); -EFBIG past @max_data bytes read.
+ * What the child inherited: its mappings, read as the copy begins. An entry
+ * is copied when its start lies in one of them. A freed region's entries,
+ * and those of regions fork does not pass on (MADV_DONTFORK), name nothing
+ * in the child; a shared memfd is passed on, but perf looks its code up as
+ * a file, never in a map. The child may map new code at a freed address
+ * before we look: then that entry is kept, as before (nothing is lost).
+ */
+struct inherited {
+	struct perfmap_vmas vs;
+	bool known;
+};
+
+static void inherited_read(const struct copy_req *rq, struct inherited *in)
+{
+	in->known = !perfmap__vmas_read(rq->child, &in->vs) &&
+		    procfs_is(rq->child, rq->child_start_ticks);
+}
+
+static bool inherited_has(void *ctx, uint64_t start, uint64_t size)
+{
+	const struct inherited *in = ctx;
+	const struct perfmap_vma *v = perfmap__vmas_find(&in->vs, start);
+
+	(void)size;
+	return v && !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
+}
+
+/*
+ * The parent's entries, up to @limit bytes, into @dst_fd (< 0: only
+ * counted), stretch by stretch of data (a line a hole cuts is no line);
+ * -EFBIG past @max_data bytes read. Those @in did not inherit are left out.
  */
 static long copy_entries(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
-			 uint64_t *written)
+			 const struct inherited *in, long *left_out, uint64_t *written)
 {
 	char *buf = malloc(COPY_READ_BUF), *out = malloc(COPY_OUT_BUF);
-	off_t off = 0, lo, hi, before = lseek(dst_fd, 0, SEEK_END), after;
+	off_t off = 0, lo, hi, before = dst_fd < 0 ? 0 : lseek(dst_fd, 0, SEEK_END), after;
 	uint64_t read = 0;
 	long n = 0, total = 0;
 
@@ -253,12 +282,13 @@ static long copy_entries(int parent_fd, uint64_t limit, uint64_t max_data, int d
 		else if (lseek(parent_fd, lo, SEEK_SET) != lo)
 			n = -errno;
 		else
-			n = perfmap__copy_fd(parent_fd, hi - lo, dst_fd, buf, COPY_READ_BUF,
-					     out, COPY_OUT_BUF);
+			n = perfmap__copy_fd_if(parent_fd, hi - lo, dst_fd, buf, COPY_READ_BUF,
+						out, COPY_OUT_BUF, in && in->known ? inherited_has : NULL,
+						(void *)in, left_out);
 		total += n > 0 ? n : 0;
 		off = hi;
 	}
-	after = lseek(dst_fd, 0, SEEK_END);
+	after = dst_fd < 0 ? 0 : lseek(dst_fd, 0, SEEK_END);
 	*written = before >= 0 && after > before ? (uint64_t)(after - before) : 0;
 	free(buf);
 	free(out);
@@ -413,6 +443,43 @@ static int link_child(int dirfd, int fd, const struct copy_req *rq, struct copy_
 	return 0;
 }
 
+/*
+ * A new map's contents: the parent's bytes as they are (holes kept) when the
+ * child inherited all they name, else the entries it did inherit, as
+ * canonical lines. The bytes written, or -errno.
+ */
+static off_t fill_copy(int pfd, const struct stat *pst, const struct copy_req *rq, int fd,
+		       const struct copy_gate *gate, struct copy_result *res)
+{
+	struct inherited in = { 0 };
+	uint64_t unused;
+	off_t end;
+	long n;
+
+	inherited_read(rq, &in);
+	res->unfiltered = !in.known;
+	if (in.known) {
+		n = copy_entries(pfd, pst->st_size, rq->max_data, -1, &in, &res->left_out, &unused);
+		if (n < 0) {
+			end = n;
+			goto release;
+		}
+	}
+	/* Whole lines up to the size now: the parent may be appending as we read. */
+	/* Off the loop (gated), a copy may be large: written behind. */
+	if (!res->left_out) {
+		end = copy_raw(pfd, pst->st_size, rq->max_data, fd, gate, &res->bytes);
+		goto release;
+	}
+	res->left_out = 0;
+	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &in, &res->left_out, &res->bytes);
+	end = n < 0 ? n : (off_t)res->bytes;
+	res->entries = n > 0 ? n : 0;
+release:
+	perfmap__vmas_release(&in.vs);
+	return end;
+}
+
 int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t max_bytes,
 		   const struct copy_gate *gate, struct copy_result *res)
 {
@@ -447,9 +514,7 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 		res->why = "cannot be given to the child's uid";
 		goto close_fd;
 	}
-	/* Whole lines up to the size now: the parent may be appending as we read. */
-	/* Off the loop (gated), a copy may be large: written behind. */
-	copied = copy_raw(pfd, pst.st_size, rq->max_data, fd, gate, &res->bytes);
+	copied = fill_copy(pfd, &pst, rq, fd, gate, res);
 	if (copied < 0) {
 		err = (int)copied;
 		res->why = err == -EFBIG ? "cannot be filled: the parent's map grew past what was allowed for it" :
@@ -466,7 +531,8 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 	if (err)
 		goto close_fd;
 	/* Counted after the link: the child's profiler is not kept waiting for a log line. */
-	res->entries = count_lines(pfd, copied);
+	if (!res->left_out)
+		res->entries = count_lines(pfd, copied);
 close_fd:
 	close(fd);
 close_parent:
@@ -478,6 +544,7 @@ close_parent:
 static int append_entries(int pfd, const struct stat *pst, const struct copy_req *rq, int fd,
 			  struct copy_result *res)
 {
+	struct inherited in = { 0 };
 	struct stat st;
 	long n;
 	int err;
@@ -498,7 +565,10 @@ static int append_entries(int pfd, const struct stat *pst, const struct copy_req
 		res->why = "has no room for the parent's entries";
 		return err;
 	}
-	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &res->bytes);
+	inherited_read(rq, &in);
+	res->unfiltered = !in.known;
+	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &in, &res->left_out, &res->bytes);
+	perfmap__vmas_release(&in.vs);
 	if (n < 0) {
 		res->why = n == -EFBIG ? "cannot take the parent's entries: its map grew past what was allowed for it" :
 					 "cannot take the parent's entries";

@@ -73,6 +73,9 @@ struct copy_result {
 	/* What was refused, so that a trap is said once wherever the agent meets it (log_first_time()). */
 	uint64_t trap_dev, trap_ino;
 	char trap_name[32];
+	/* Entries naming memory the child did not inherit (unmapped, or a shared memfd): left out. */
+	long left_out;
+	bool unfiltered;           /* the child's mappings could not be read: all copied */
 };
 
 enum archive_reason {

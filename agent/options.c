@@ -40,6 +40,10 @@ static const char usage[] =
 	"  --ringbuf-size N         BPF ring buffer bytes, a power of 2 (1M)\n"
 	"  --bpf-programs KIND      auto, tp_btf or raw_tp: which tracepoint\n"
 	"                           programs to load (auto: tp_btf, else raw_tp)\n"
+	"  --exec-maps SOURCE       how executable mappings are learned: auto,\n"
+	"                           perf (PERF_RECORD_MMAP2), procfs\n"
+	"                           (/proc/<pid>/maps only) or off (auto: perf,\n"
+	"                           else procfs); see docs/architecture.md\n"
 	"  -h, --help, --version\n"
 	"\n"
 	"N takes a K, M or G suffix. `perfmapctl status` shows what it tracks.\n";
@@ -54,7 +58,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
 	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION,
-	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS };
+	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS, OPT_EXEC_MAPS };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -72,6 +76,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "ns-map-dir", required_argument, NULL, OPT_NS_MAP_DIR },
 		{ "no-mirrors", no_argument, NULL, OPT_NO_MIRRORS },
+		{ "exec-maps", required_argument, NULL, OPT_EXEC_MAPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -150,6 +155,18 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 			break;
 		case OPT_NO_MIRRORS:
 			cfg->no_mirrors = true;
+			break;
+		case OPT_EXEC_MAPS:
+			if (!strcmp(optarg, "auto"))
+				cfg->exec_maps = EXECMAP_SRC_AUTO;
+			else if (!strcmp(optarg, "perf"))
+				cfg->exec_maps = EXECMAP_SRC_PERF;
+			else if (!strcmp(optarg, "procfs"))
+				cfg->exec_maps = EXECMAP_SRC_PROCFS;
+			else if (!strcmp(optarg, "off"))
+				cfg->exec_maps = EXECMAP_SRC_OFF;
+			else
+				goto bad_value;
 			break;
 		case OPT_VERSION:
 			printf("perfmapd %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);

@@ -62,6 +62,43 @@ void daemon__on_copy_done(void *ctx, pid_t child, uint64_t ticket, int err,
 	policy__copy_done(d->policy, child, ticket, err, res, clock_boot_ns());
 }
 
+static void on_exec_map(void *ctx, const struct execmap_rec *rec)
+{
+	struct daemon *d = ctx;
+
+	policy__exec_mapping(d->policy, rec->pid, rec->len, rec->kind == EXECMAP_MEMFD,
+			     clock_boot_ns());
+}
+
+/*
+ * Executable mappings: from the kernel's mmap reports where perf events
+ * open, /proc/<pid>/maps for the gaps; docs/architecture.md has the order.
+ */
+static int open_exec_maps(struct daemon *d)
+{
+	enum execmap_source want = d->cfg.exec_maps;
+
+	d->exec_src = EXECMAP_SRC_OFF;
+	if (want == EXECMAP_SRC_OFF || d->cfg.dry_run)
+		return 0;
+	if (want == EXECMAP_SRC_AUTO || want == EXECMAP_SRC_PERF) {
+		d->execmap = execmap__open(EXECMAP_RING_PAGES, on_exec_map, d);
+		if (d->execmap) {
+			d->exec_src = EXECMAP_SRC_PERF;
+		} else if (want == EXECMAP_SRC_PERF) {
+			pr_err("exec maps: perf events: %s", strerror(errno));
+			return -errno;
+		} else {
+			pr_warn("exec maps: perf events cannot be opened (%s): /proc/<pid>/maps is read every %llus instead",
+				strerror(errno), JITSCAN_PERIOD_NS / 1000000000ull);
+		}
+	}
+	if (d->exec_src == EXECMAP_SRC_OFF)
+		d->exec_src = EXECMAP_SRC_PROCFS;
+	d->jitscan = jitscan__new(d->exec_src == EXECMAP_SRC_PROCFS);
+	return d->jitscan ? 0 : -ENOMEM;
+}
+
 /* The BPF side wakes the agent at once only for events of pids with a map. */
 static void on_listed(void *ctx, pid_t pid, bool exists)
 {
@@ -152,6 +189,10 @@ static int daemon_open(struct daemon *d)
 	d->events = events__open(&d->cfg.events, on_event, d);
 	if (!d->events)
 		return -errno;
+	/* System-wide perf events need CAP_PERFMON, which is not kept. */
+	err = open_exec_maps(d);
+	if (err)
+		return err;
 	/* Nothing privileged is left to do but what the kept set allows. */
 	err = privs_drop();
 	if (err)
@@ -181,6 +222,8 @@ static int daemon_open(struct daemon *d)
 static void daemon_close(struct daemon *d)
 {
 	policy__free(d->policy);
+	jitscan__free(d->jitscan);
+	execmap__free(d->execmap);
 	store__free(d->store);
 	mirrors__free(d->mirrors);
 	events__free(d->events);

@@ -388,6 +388,8 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		policy__settle_copy(p, pr, "exec'd", now_ns);
 	}
 	pr = track(p, ev);
+	if (pr)
+		policy__jit_exec(p, pr);
 	if (!pr)
 		return;
 	pr->retry_until_ns = 0;
@@ -593,6 +595,7 @@ void policy__tick(struct policy *p, uint64_t now_ns)
 
 	policy__retry_copies(p, now_ns);
 	weigh_orphans(p, now_ns);
+	policy__jit_tick(p, now_ns);
 	p->put_off_now = p->moved_now = false;
 	retention__expire(p->retained, now_ns, &cb);
 	/* The shortage is over when moves work and none had to be put off. */
@@ -676,6 +679,8 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 		queue_orphan(p, pid);
 		return;
 	}
+	if (pr->jit_state == JIT_LOST && !look(p, pid, 0, &mi) && !mi.refused)
+		policy__jit_named(p, pr);
 	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) || look(p, pid, 0, &mi) ||
 	    copied_here(pr, &mi))
 		return;

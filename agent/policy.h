@@ -90,6 +90,8 @@ struct policy_stats {
 	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
 	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
 	uint64_t copy_bytes;           /* written by copies */
+	uint64_t copy_entries_left_out; /* naming memory the child did not inherit */
+	uint64_t copies_unfiltered;    /* the child's mappings unreadable: every entry copied */
 	uint64_t foreign_ns;           /* processes in another mount or pid namespace, not mirrored */
 	uint64_t ns_mirrored;          /* ...whose maps are mirrored to our path (policy_ns.c) */
 	uint64_t ns_copies;            /* fork copies made in a child's own namespace */
@@ -109,6 +111,12 @@ struct policy_stats {
 	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */
 	uint64_t squatted_left;        /* ...that could not be moved: left in place, not the holder's */
 	uint64_t errors;
+	/* JIT code and its names (policy_jit.c) */
+	uint64_t jit_regions_seen;     /* anonymous or memfd executable mappings reported */
+	uint64_t jit_unknown;          /* ...of processes not (yet) in the table: not counted */
+	uint64_t jit_watch_dropped;    /* processes not judged: JIT_QUEUE were waiting */
+	uint64_t lost_symbols_total;   /* processes found running JIT code with no map (said once each) */
+	uint64_t lost_symbols_named;   /* ...whose map appeared later */
 };
 
 /* ---- the policy ---- */
@@ -155,6 +163,35 @@ size_t policy__processes(const struct policy *p);
 /* Exited processes' maps waiting at their paths. */
 size_t policy__retained(const struct policy *p);
 /* Calls @fn for every tracked process of ours (not foreign). */
+/*
+ * A runtime maps its first code before it names it: a process is judged to
+ * run JIT code without a map only this long after its first region.
+ */
+#define JIT_GRACE_NS (2000ull * 1000000)
+
+/*
+ * The kernel reported an executable mapping of @len bytes in @pid: anonymous
+ * (named by perf-<pid>.map) or memfd-backed (@memfd). A process with such code
+ * and no map when JIT_GRACE_NS is over is said to lose its symbols, once.
+ */
+void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns);
+/*
+ * What /proc/<pid>/maps shows of (@pid, @start_ticks)'s JIT code now: the
+ * gaps the kernel's reports leave (before the agent started, or records lost).
+ */
+void policy__exec_mappings_found(struct policy *p, pid_t pid, uint64_t start_ticks,
+				 uint32_t regions, uint64_t jit_bytes, uint64_t memfd_bytes,
+				 uint64_t now_ns);
+struct policy_jit {
+	pid_t pid;
+	uint32_t regions;
+	uint64_t jit_bytes, memfd_bytes;
+	bool lost;
+	char comm[LOG_COMM_LEN];
+};
+/* Processes with JIT code, to @fn; the number with no map now in @lost. */
+void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
+			  void *ctx, uint64_t *lost);
 void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
 #endif /* PERFMAPD_POLICY_H */

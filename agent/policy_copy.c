@@ -32,6 +32,13 @@ static void log_copy(struct policy *p, const struct proc *pr, const struct copy_
 {
 	double ms = res->took_ns / 1e6, after = ms_after_fork(pr, res);
 
+	p->stats.copy_entries_left_out += res->left_out;
+	if (res->unfiltered)
+		p->stats.copies_unfiltered++;
+	if (res->left_out)
+		pr_info("copy %d -> %d (%s): %ld entries name memory the child did not inherit (freed, MADV_DONTFORK or a shared memfd): left out",
+			(int)pr->ppid, (int)pr->tgid, pr->comm, res->left_out);
+
 	switch (res->kind) {
 	case COPY_CREATED:
 		p->stats.copies_created++;

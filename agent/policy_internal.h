@@ -38,6 +38,18 @@ struct copy_fault {
 #define ORPHAN_QUEUE 4096
 #define ORPHAN_PER_TICK 256
 
+/*
+ * At most JIT_QUEUE processes wait for their judgement (anyone can make
+ * processes with executable memory); more are counted and not judged.
+ */
+#define JIT_QUEUE 4096
+
+struct jit_watch {
+	pid_t pid;
+	uint64_t start_ticks;
+	uint64_t due_ns;
+};
+
 struct policy {
 	struct policy_config cfg;
 	struct mapstore store;
@@ -53,6 +65,9 @@ struct policy {
 	/* Maps that appeared at pids no process holds, weighed at the tick (policy__map_appeared()). */
 	pid_t orphan_q[ORPHAN_QUEUE];
 	size_t orphan_head, orphan_len;
+	/* Processes whose JIT code is judged when their grace is over (policy_jit.c). */
+	struct jit_watch jit_q[JIT_QUEUE];
+	size_t jit_head, jit_len;
 };
 
 /*
@@ -152,6 +167,15 @@ static inline bool policy__squatted(const struct proc *pr, const struct map_info
  * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
  * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
  */
+/* ---- policy_jit.c ---- */
+
+/* A new image has none of the old one's code. */
+void policy__jit_exec(struct policy *p, struct proc *pr);
+/* Judge the processes whose grace is over. */
+void policy__jit_tick(struct policy *p, uint64_t now_ns);
+/* A map appeared at @pr's path. */
+void policy__jit_named(struct policy *p, struct proc *pr);
+
 /* policy.c: what policy_ns.c shares with the host's rules. */
 int policy__move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		      const struct map_info *mi, unsigned int flags);

@@ -48,7 +48,21 @@ struct proc {
 	/* A copy waiting for the child's runtime to finish a line. */
 	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
 	struct span retry_pstart;
+	/* Its image's JIT code as the kernel reported it (policy_jit.c): mapped, never unmapped. */
+	uint64_t jit_bytes;        /* anonymous executable: what perf-<pid>.map names */
+	uint64_t memfd_bytes;      /* memfd-backed executable: perf never looks these up in a map */
+	uint32_t jit_regions;
+	uint8_t jit_state;         /* enum jit_state */
 	char comm[LOG_COMM_LEN];     /* escaped, as the event had it */
+};
+
+/* Does a process run JIT code without a map? Judged once a while after its first region. */
+enum jit_state {
+	JIT_NONE,       /* no JIT code seen */
+	JIT_WATCH,      /* some: judged when the grace is over */
+	JIT_NAMED,      /* a map was at its path */
+	JIT_LOST,       /* none: its JIT frames are hex to perf (said once) */
+	JIT_UNJUDGED,   /* in another namespace, its map not mirrored here: cannot tell */
 };
 
 struct proctab {

@@ -12,6 +12,8 @@
 #include "archive.h"
 #include "clock.h"
 #include "events.h"
+#include "execmap.h"
+#include "jitscan.h"
 #include "mapname.h"
 #include "mapwatch.h"
 #include "mirror.h"
@@ -101,6 +103,8 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "copies_over_budget", s->copies_over_budget);
 	u64(r, "copies_queue_full", s->copies_queue_full);
 	u64(r, "copy_bytes", s->copy_bytes);
+	u64(r, "copy_entries_left_out", s->copy_entries_left_out);
+	u64(r, "copies_unfiltered", s->copies_unfiltered);
 	u64(r, "stale_maps_archived", s->stale_archived);
 	u64(r, "exec_maps_archived", s->exec_archived);
 	u64(r, "exec_maps_dropped", s->exec_dropped);
@@ -183,6 +187,62 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 		u64(r, ns_refusal_key(why), ms->refused[why]);
 }
 
+/* One line per process with JIT code, after the mirrors: lost ones first, JITS_LISTED in all. */
+#define JITS_LISTED 64
+
+static void count_jit(const struct policy_jit *j, void *ctx)
+{
+	(void)j;
+	(*(uint64_t *)ctx)++;
+}
+
+struct jit_lines {
+	struct report *r;
+	bool lost;
+	unsigned int n;
+};
+
+static void jit_line(const struct policy_jit *j, void *ctx)
+{
+	struct jit_lines *jl = ctx;
+
+	if (j->lost != jl->lost || jl->n >= JITS_LISTED)
+		return;
+	jl->n++;
+	put(jl->r, "jit_%d: comm=%s regions=%u bytes=%llu memfd_bytes=%llu lost=%s\n", (int)j->pid,
+	    j->comm, j->regions, (unsigned long long)j->jit_bytes,
+	    (unsigned long long)j->memfd_bytes, j->lost ? "yes" : "no");
+}
+
+static void report_jit(struct report *r, const struct status_sources *src)
+{
+	const struct policy_stats *s = policy__stats(src->policy);
+	struct jit_lines jl = { .r = r, .lost = true };
+	uint64_t lost, jits = 0;
+
+	str(r, "exec_mappings_source", src->exec_source);
+	if (src->execmap) {
+		u64(r, "exec_mappings_cpus", execmap__cpus(src->execmap));
+		u64(r, "exec_mappings_seen", execmap__seen(src->execmap));
+		u64(r, "exec_mappings_lost", execmap__lost(src->execmap));
+	}
+	if (src->jitscan) {
+		u64(r, "exec_mappings_proc_reads", jitscan__reads(src->jitscan));
+		u64(r, "exec_mappings_proc_passes", jitscan__passes(src->jitscan));
+	}
+	policy__for_each_jit(src->policy, count_jit, &jits, &lost);
+	u64(r, "jit_processes", jits);
+	u64(r, "lost_symbol_processes", lost);
+	u64(r, "lost_symbols_total", s->lost_symbols_total);
+	u64(r, "lost_symbols_named_later", s->lost_symbols_named);
+	u64(r, "jit_regions_seen", s->jit_regions_seen);
+	u64(r, "jit_regions_unknown_process", s->jit_unknown);
+	u64(r, "jit_watch_dropped", s->jit_watch_dropped);
+	policy__for_each_jit(src->policy, jit_line, &jl, &lost);
+	jl.lost = false;
+	policy__for_each_jit(src->policy, jit_line, &jl, &lost);
+}
+
 /* One line per mirror, after the counters: the first MIRRORS_LISTED. */
 #define MIRRORS_LISTED 32
 
@@ -210,5 +270,6 @@ size_t status_text(const struct status_sources *src, char *buf, size_t len)
 	report_mirrors(&r, src);
 	if (src->mirrors && r.len < len)
 		r.len += mirrors__describe(src->mirrors, buf + r.len, len - r.len, MIRRORS_LISTED);
+	report_jit(&r, src);
 	return r.len;
 }

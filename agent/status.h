@@ -8,6 +8,8 @@
 
 struct archive;
 struct events;
+struct execmap;
+struct jitscan;
 struct mapwatch;
 struct policy;
 
@@ -29,6 +31,9 @@ struct status_sources {
 	struct archive *ar;
 	const struct mirrors *mirrors;   /* NULL: none */
 	const char *ns_map_dir;
+	const struct execmap *execmap;   /* NULL: /proc only, or off */
+	const char *exec_source;
+	const struct jitscan *jitscan;   /* NULL: off */
 };
 
 /* The report into @buf; its length (cut to fit, always NUL-terminated). */

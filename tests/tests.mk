@@ -24,7 +24,7 @@ FUZZ_SHORT_SECONDS ?= 10
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
-TEST_AGENT_policy := agent/policy.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/budget.c \
+TEST_AGENT_policy := agent/policy.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c \
 	agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
 TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \

@@ -32,6 +32,16 @@ int perfmap__open_map_at(int dirfd, const char *name, int flags,
  */
 long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
 		      size_t cap, char *out, size_t out_cap);
+/* Is the entry [@start, @start + @size) to be copied? */
+typedef bool (*perfmap_keep_fn)(void *ctx, uint64_t start, uint64_t size);
+/*
+ * perfmap__copy_fd() of the entries @keep keeps (NULL: all); those left out
+ * are added to *@dropped. With @dst_fd < 0 nothing is written: the entries
+ * are only counted, kept (the return) and left out.
+ */
+long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size_t cap,
+			 char *out, size_t out_cap, perfmap_keep_fn keep, void *ctx,
+			 long *dropped);
 /* write() all of @buf, through EINTR and short writes; 0 or -errno. */
 int perfmap__write_all(int fd, const char *buf, size_t len);
 

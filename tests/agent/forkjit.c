@@ -9,7 +9,8 @@
  *           [--wait-map-ms MS] [--child-writes none|own|copy] [--prefix P]
  *           [--startup-ms MS] [--fork-delay-ms MS] [--gap-ms MS] [--hold-ms MS] [--print-pids]
  *           [--report] [--serial] [--stop-first] [--check-own] [--child-append]
- *           [--sparse-mb N] [--latencies] [--child-hold-ms MS] [--exec CMD ARGS...]
+ *           [--sparse-mb N] [--latencies] [--child-hold-ms MS] [--uninherited]
+ *           [--exec CMD ARGS...]
  *
  * --stop-first stops the process (SIGSTOP) before anything else, so that a
  * test can let the agent act first; --check-own verifies at the end that the
@@ -20,6 +21,9 @@
  * wait for a map, which holds NULs). --latencies prints each child's
  * fork-to-map latency with --report ("lat_us N"), for a caller's percentiles.
  * --child-hold-ms keeps each child alive that long, asleep (no CPU).
+ * --uninherited names three more regions after the others that the children
+ * do not inherit (freed, MADV_DONTFORK, a shared memfd): a child's map must
+ * hold the others only.
  *
  * Exit status: 0 when every child found its map complete (or none was asked
  * to look) and the checks asked for pass, 1 otherwise, 2 on usage or set-up
@@ -53,6 +57,7 @@ struct opts {
 	unsigned long sparse_mb, child_hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
 	int print_pids, report, serial, stop_first, check_own, child_append, latencies;
+	int uninherited;
 	char **exec_argv;
 	unsigned long gap_ms;
 };
@@ -332,6 +337,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "latencies", no_argument, NULL, 'L' },
 		{ "child-hold-ms", required_argument, NULL, 'K' },
 		{ "exec", no_argument, NULL, 'x' },
+		{ "uninherited", no_argument, NULL, 'U' },
 		{ 0 },
 	};
 	int opt;
@@ -358,6 +364,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'T': o->stop_first = 1; break;
 		case 'C': o->check_own = 1; break;
 		case 'A': o->child_append = 1; break;
+		case 'U': o->uninherited = 1; break;
 		case 'W':
 			if (!strcmp(optarg, "own"))
 				o->child_writes = WRITES_OWN;
@@ -374,6 +381,42 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	return o->entries && !(o->sparse_mb && o->wait_ms) ? 0 : -1;
+}
+
+/* One entry naming [@p, @p + page) appended to the parent's map. */
+static int name_region(void *p, const char *prefix, const char *what)
+{
+	char line[128];
+	int n = snprintf(line, sizeof(line), "%lx %x %s_%s\n", (unsigned long)(uintptr_t)p, SLOT,
+			 prefix, what);
+
+	return write(map_fd, line, n) == n ? 0 : -1;
+}
+
+/*
+ * Code named in the parent's map that its children do not inherit: a region
+ * freed after it was named, one fork does not pass on (MADV_DONTFORK), and a
+ * shared memfd (.NET's double mapping: inherited, but perf never looks it
+ * up in a map). The children's maps must hold none of their entries.
+ */
+static int add_uninherited(const char *prefix)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *freed, *dontfork, *shared;
+	int mfd;
+
+	freed = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dontfork = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mfd = memfd_create("forkjit-doublemap", MFD_CLOEXEC);
+	if (freed == MAP_FAILED || dontfork == MAP_FAILED || mfd < 0 || ftruncate(mfd, page))
+		return -1;
+	shared = mmap(NULL, page, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0);
+	if (shared == MAP_FAILED || madvise(dontfork, page, MADV_DONTFORK))
+		return -1;
+	if (name_region(freed, prefix, "freed") || name_region(dontfork, prefix, "dontfork") ||
+	    name_region(shared, prefix, "memfd"))
+		return -1;
+	return munmap(freed, page);
 }
 
 /* One more entry @mb MiB into the map, past a hole: the file's size, not its blocks. */
@@ -425,6 +468,10 @@ int main(int argc, char **argv)
 	if (o.sparse_mb && make_sparse(map_fd, o.sparse_mb, code)) {
 		fprintf(stderr, "forkjit: %s: cannot make it sparse: %s\n", map_path(&o, getpid()),
 			strerror(errno));
+		return 2;
+	}
+	if (o.uninherited && add_uninherited(o.prefix)) {
+		fprintf(stderr, "forkjit: uninherited regions: %s\n", strerror(errno));
 		return 2;
 	}
 	if (o.exec_argv) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,8 +25,14 @@
 
 #define PARENT 4000001          /* only a name: the parent's map is read, never its process */
 #define SPARSE_SIZE (64 << 20)
-#define HEAD "1000 10 first\n2000 10 second\n"
-#define TAIL "3000 10 past_the_hole\n"
+/*
+ * The entries name memory this process (the child) has mapped, at JIT_BASE:
+ * a copy leaves out what the child did not inherit.
+ */
+#define JIT_BASE 0x100000000ul
+#define JIT_PAGES 16
+#define HEAD "100001000 10 first\n100002000 10 second\n"
+#define TAIL "100003000 10 past_the_hole\n"
 
 static char *dir;
 static int dir_fd;
@@ -191,7 +198,7 @@ static void test_a_stretch_ending_in_a_long_run_is_not_scanned_whole(void **stat
 
 static void test_append_reads_only_the_parents_data(void **state)
 {
-	const char *own = "5000 10 own\n";
+	const char *own = "100005000 10 own\n";
 	size_t len;
 	char *text;
 
@@ -214,7 +221,7 @@ static void test_append_reads_only_the_parents_data(void **state)
 	assert_int_equal(len, strlen(text));
 	assert_int_equal(tu_count_char(text, len, '\n'), 3);
 	assert_true(!strncmp(text, own, strlen(own)));
-	assert_non_null(strstr(text, "2000 10 second\n"));
+	assert_non_null(strstr(text, "100002000 10 second\n"));
 	assert_true(done.res.bytes == len - strlen(own));
 	free(text);
 }
@@ -328,6 +335,39 @@ static void test_settling_a_running_copy_shows_all_or_nothing(void **state)
 	}
 }
 
+/* A freed region's entry and a MADV_DONTFORK region's: the child has neither. */
+static void test_entries_of_memory_not_inherited_are_left_out(void **state)
+{
+	const char *extra = "200000000 10 freed_code\n100004000 10 dontfork_code\n";
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len;
+	char *text;
+	int fd;
+
+	(void)state;
+	make_parent(false);
+	fd = open(tu_map_path(dir, PARENT), O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, extra, strlen(extra)), (ssize_t)strlen(extra));
+	close(fd);
+	/* As fork leaves it in the child: the page is not there. */
+	assert_int_equal(munmap((void *)(JIT_BASE + 4 * page), page), 0);
+	parent_map.size += strlen(extra);
+	parent_map.disk_bytes += strlen(extra);
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 9), 0);
+	wait_done();
+	assert_int_equal(done.err, 0);
+	assert_int_equal(done.res.left_out, 2);
+	assert_false(done.res.unfiltered);
+	text = tu_read(tu_map_path(dir, getpid()), &len);
+	assert_non_null(text);
+	assert_string_equal(text, HEAD TAIL);
+	free(text);
+	assert_true(mmap((void *)(JIT_BASE + 4 * page), page, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,9 +379,13 @@ int main(void)
 		T(test_copy_past_its_data_bound_stops_unshown),
 		T(test_copy_of_a_replaced_parent_map_is_refused),
 		T(test_settling_a_running_copy_shows_all_or_nothing),
+		T(test_entries_of_memory_not_inherited_are_left_out),
 #undef T
 	};
 
 	log_max_level = LOG_ERROR;
+	if (mmap((void *)JIT_BASE, JIT_PAGES * sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)JIT_BASE)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

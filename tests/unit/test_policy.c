@@ -580,6 +580,127 @@ static void test_dry_run_decides_and_changes_nothing(void **state)
 	assert_false(F.map[11].exists);
 }
 
+/* ---- JIT code without a map (policy_jit.c) ---- */
+
+struct jit_seen {
+	pid_t pid;
+	bool lost;
+	uint64_t bytes, memfd;
+	unsigned int n;
+};
+
+static void jit_found(const struct policy_jit *j, void *ctx)
+{
+	struct jit_seen *js = ctx;
+
+	js->n++;
+	js->pid = j->pid;
+	js->lost = j->lost;
+	js->bytes = j->jit_bytes;
+	js->memfd = j->memfd_bytes;
+}
+
+static struct jit_seen jits(uint64_t *lost)
+{
+	struct jit_seen js = { 0 };
+
+	policy__for_each_jit(P, jit_found, &js, lost);
+	return js;
+}
+
+static void test_jit_code_without_a_map_is_lost_once_after_the_grace(void **state)
+{
+	struct jit_seen js;
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, 4096, true, 2 * SEC);
+	/* A runtime maps its code before it names it: not judged within the grace. */
+	tick(2 * SEC + JIT_GRACE_NS - 1);
+	assert_int_equal(stats()->lost_symbols_total, 0);
+	tick(2 * SEC + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+	js = jits(&lost);
+	assert_int_equal(lost, 1);
+	assert_int_equal(js.pid, 10);
+	assert_true(js.lost);
+	assert_int_equal(js.bytes, 8192);
+	assert_int_equal(js.memfd, 4096);
+	/* More code later: said once only. */
+	policy__exec_mapping(P, 10, 4096, false, 10 * SEC);
+	tick(20 * SEC);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+	/* Its map appears: named from now on. */
+	put_map(10, 300, span_at(21 * SEC), ENTRIES_MAPPED);
+	policy__map_appeared(P, 10, 21 * SEC);
+	jits(&lost);
+	assert_int_equal(lost, 0);
+	assert_int_equal(stats()->lost_symbols_named, 1);
+}
+
+static void test_jit_code_with_a_map_is_not_lost(void **state)
+{
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	tick(10 * SEC);
+	assert_int_equal(stats()->lost_symbols_total, 0);
+	assert_int_equal(jits(&lost).n, 1);
+	assert_int_equal(lost, 0);
+}
+
+static void test_jit_code_of_an_old_image_is_forgotten_at_exec(void **state)
+{
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	exec_at(10, 1 * SEC, 3 * SEC);
+	tick(10 * SEC);
+	/* The new image mapped no code: nothing to name, nothing lost. */
+	assert_int_equal(stats()->lost_symbols_total, 0);
+	assert_int_equal(jits(&lost).n, 0);
+	/* Code of an unknown process (its fork not read): counted, not judged. */
+	policy__exec_mapping(P, 99, 4096, false, 10 * SEC);
+	assert_int_equal(stats()->jit_unknown, 1);
+}
+
+static void test_jit_code_found_in_proc_is_judged_too(void **state)
+{
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	/* A stale start time: another process's mappings, not this one's. */
+	policy__exec_mappings_found(P, 10, 12345, 2, 8192, 0, 2 * SEC);
+	tick(10 * SEC);
+	assert_int_equal(jits(&lost).n, 0);
+	policy__exec_mappings_found(P, 10, 1 * SEC / TICK, 2, 8192, 0, 10 * SEC);
+	tick(10 * SEC + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+}
+
+static void test_jit_code_in_an_unmirrored_namespace_is_not_judged(void **state)
+{
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	send(POLICY_EV_FORK, 11, 10, 5 * SEC, 1 * SEC, 5 * SEC, POLICY_EVF_FOREIGN);
+	policy__exec_mapping(P, 11, 8192, false, 6 * SEC);
+	tick(20 * SEC);
+	/* Its map is in its own /tmp, which nobody mirrors here: cannot tell. */
+	assert_int_equal(stats()->lost_symbols_total, 0);
+	jits(&lost);
+	assert_int_equal(lost, 0);
+}
+
 static void test_foreign_namespace_is_left_alone(void **state)
 {
 	(void)state;
@@ -2236,6 +2357,11 @@ int main(void)
 		T(test_copy_without_an_fd_is_tried_again),
 		T(test_over_max_map_bytes_is_neither_copied_nor_archived),
 		T(test_dry_run_decides_and_changes_nothing),
+		T(test_jit_code_without_a_map_is_lost_once_after_the_grace),
+		T(test_jit_code_with_a_map_is_not_lost),
+		T(test_jit_code_of_an_old_image_is_forgotten_at_exec),
+		T(test_jit_code_found_in_proc_is_judged_too),
+		T(test_jit_code_in_an_unmirrored_namespace_is_not_judged),
 		T(test_foreign_namespace_is_left_alone),
 		T(test_ns_process_whose_map_is_ours_is_a_host_process),
 		T(test_ns_refused_process_is_left_alone),

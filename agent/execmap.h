@@ -1,0 +1,67 @@
+/* Where executable mappings enter perfmapd: PERF_RECORD_MMAP2 from a dummy perf event on each CPU. */
+#ifndef PERFMAPD_EXECMAP_H
+#define PERFMAPD_EXECMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * What code a mapping holds, as perf will look it up: anonymous memory is
+ * named by perf-<pid>.map; a memfd mapping (.NET's double mapping) is looked
+ * up as a file, never in the map; a file mapping has its ELF symbols.
+ */
+enum execmap_kind {
+	EXECMAP_FILE,
+	EXECMAP_ANON,
+	EXECMAP_MEMFD,
+};
+
+struct execmap_rec {
+	pid_t pid;
+	uint64_t addr, len;
+	uint32_t prot;
+	enum execmap_kind kind;
+	uint64_t ts_ns;       /* CLOCK_BOOTTIME */
+};
+
+/* How the agent learns of executable mappings (docs/architecture.md has the order). */
+enum execmap_source {
+	EXECMAP_SRC_AUTO,     /* perf, else procfs */
+	EXECMAP_SRC_PERF,     /* PERF_RECORD_MMAP2, /proc/<pid>/maps at start and after a loss */
+	EXECMAP_SRC_PROCFS,   /* /proc/<pid>/maps only: at start, after each exec seen */
+	EXECMAP_SRC_OFF,
+};
+
+/* "perf", "procfs", "off" */
+const char *execmap_source_name(enum execmap_source src);
+
+/*
+ * One record of a perf ring (@len bytes, header included), without system
+ * calls (the fuzzer drives it): 1 with @out filled for an executable
+ * anonymous or memfd mapping, 0 for any other record, -EINVAL when it is not
+ * a well-formed MMAP2 record with the sample id this source asks for.
+ * Lost records are counted in @lost.
+ */
+int execmap_parse(const void *rec, size_t len, struct execmap_rec *out, uint64_t *lost);
+/* The kind of a mapping from the file name perf gives it ("//anon", "/memfd:x (deleted)"). */
+enum execmap_kind execmap_kind_of(const char *name, size_t len, bool shared);
+
+typedef void (*execmap_fn)(void *ctx, const struct execmap_rec *rec);
+
+struct execmap;
+
+/* One dummy event per online CPU; NULL with errno when perf events cannot be opened. */
+struct execmap *execmap__open(unsigned int ring_pages, execmap_fn fn, void *ctx);
+void execmap__free(struct execmap *em);
+/* An epoll fd that is readable when some ring has passed its watermark. */
+int execmap__fd(const struct execmap *em);
+/* Hand every queued record to the callback; the number handed, or -errno. */
+int execmap__consume(struct execmap *em);
+/* Records the kernel could not queue, since open: a gap that /proc must fill. */
+uint64_t execmap__lost(const struct execmap *em);
+uint64_t execmap__seen(const struct execmap *em);
+unsigned int execmap__cpus(const struct execmap *em);
+
+#endif /* PERFMAPD_EXECMAP_H */

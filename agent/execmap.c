@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "execmap.h"
-#include "log.h"
 
 /* The sample id perf appends to every record: sample_type TID | TIME. */
 struct sample_id {

@@ -15,8 +15,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
 # the map reader, the /proc parsers, the maps line parsers (the agent's and
-# libperfmap's), the BPF event decoder.
-FUZZ_TARGETS := reader procfs mappings procmaps evrecord
+# libperfmap's), the BPF event decoder, the perf mmap record decoder.
+FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 # Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
@@ -79,6 +79,7 @@ FUZZ_LINK_procfs := agent/procfs.c agent/container.c
 FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
+FUZZ_LINK_execmap := agent/execmap.c
 FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Itests/fuzz
 
 $(O)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $$(FUZZ_LINK_$$*) $(TEST_HDRS)
@@ -154,6 +155,7 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	$(BENCH_BIN)
 	bash tests/bench/agent.sh $(O)
 	@$(MAKE) --no-print-directory bench-mirror
+	@$(MAKE) --no-print-directory bench-execmap
 	@$(MAKE) --no-print-directory bench-parts
 
 # Containers' maps mirrored to the host (issue 10): the writer runs alone in a
@@ -172,6 +174,11 @@ $(O)/bench/mirror_meter: tests/bench/mirror_meter.c
 # agent's CPU; docs/performance.md, docs/containers.md. Root.
 bench-mirror: all $(MIRROR_BENCH_BINS)
 	bash tests/bench/mirror_bench.sh $(O)
+
+# What learning of executable mappings costs (issue 11): no agent, the agent
+# without and with PERF_RECORD_MMAP2, side by side in every round.
+bench-execmap: all $(LOADGEN)
+	bash tests/bench/execmap_bench.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 
@@ -222,7 +229,7 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
 .PHONY: test-all agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
-	bench-parts bench-mirror
+	bench-parts bench-mirror bench-execmap
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.

@@ -893,6 +893,69 @@ test_privileges() {
 	stop_agent || fail "privileges: perfmapd exited non-zero"
 }
 
+# Fork copies are exact: entries naming memory the child did not inherit
+# (a freed region, MADV_DONTFORK, a shared memfd) are left out.
+test_exact_copy() {
+	local d a
+	start_scenario exact exact_copy || return
+	check "exact_copy: each of 3 children's maps holds exactly the 16 entries it inherited, not the 3 it did not" \
+		"$FORKJIT" --dir "$d" --entries 16 --children 3 --wait-map-ms 5000 --uninherited
+	check "exact_copy: 9 entries left out, counted" wait_for 5 status_is "$d" copy_entries_left_out 9
+	check "exact_copy: every child's mappings were read" status_is "$d" copies_unfiltered 0
+	check "exact_copy: said for each child" lines_are "$AGENT_LOG" "3 entries name memory the child did not inherit" 3
+	stop_agent || fail "exact_copy: perfmapd exited non-zero"
+}
+
+jit_line() { "$BUILD/perfmapctl" status --map-dir "$1" | grep "^jit_$2: "; }
+jit_lost() { jit_line "$1" "$2" | grep -q " lost=$3\$"; }
+
+# Processes running JIT code with no map: counted and said once each, from
+# the kernel's mmap reports. Real runtimes with and without their perf flag.
+test_lost_symbols() {
+	local d=/tmp other=$WORK/lost-elsewhere lost named py py_plain= node_on= node_off= n
+	mkdir -p "$other"
+	start_agent "$WORK/lost.log" --map-dir /tmp --archive-dir "$WORK/archive-lost" || {
+		fail "lost_symbols: perfmapd did not start on /tmp"; return; }
+	check "lost_symbols: executable mappings come from perf's mmap reports" \
+		status_is "$d" exec_mappings_source perf-mmap2
+	# A JIT writing its map where no profiler looks, and one writing it in /tmp.
+	"$FORKJIT" --dir "$other" --entries 8 --hold-ms 8000 & lost=$!
+	"$FORKJIT" --dir /tmp --entries 8 --hold-ms 8000 & named=$!
+	TMP_MAPS+=("$named")
+	py=$(find_python)
+	if [ -n "$py" ]; then
+		"$py" -c 'import time; time.sleep(8)' & py_plain=$!
+	fi
+	if command -v node >/dev/null; then
+		node -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)' & node_off=$!
+		node --perf-basic-prof -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)' & node_on=$!
+		TMP_MAPS+=("$node_on" "$node_off")
+	fi
+	check "lost_symbols: a JIT whose map is not in /tmp is said to lose its symbols" \
+		wait_for 10 grep -q "lost symbols: $lost (forkjit) runs 4 KiB of JIT code in 1 executable regions and has no /tmp/perf-$lost.map" "$AGENT_LOG"
+	check "lost_symbols: status lists it lost" jit_lost "$d" "$lost" yes
+	check "lost_symbols: the JIT with its map in /tmp is not lost" jit_lost "$d" "$named" no
+	if [ -n "$py" ]; then
+		check "lost_symbols: $("$py" -V 2>&1) without -X perf runs no JIT code: not listed" \
+			eval '! jit_line "$d" "$py_plain"'
+	else
+		skip "lost_symbols: no CPython 3.12+ here"
+	fi
+	if [ -n "$node_off" ]; then
+		check "lost_symbols: node without --perf-basic-prof is said to lose its symbols" \
+			wait_for 10 grep -q "lost symbols: $node_off (node)" "$AGENT_LOG"
+		check "lost_symbols: node with --perf-basic-prof is not lost" \
+			wait_for 10 jit_lost "$d" "$node_on" no
+	else
+		skip "lost_symbols: node is not installed"
+	fi
+	n=$(status_of "$d" lost_symbol_processes)
+	check "lost_symbols: status counts them ($n now)" ge "$n" 1
+	wait "$lost" "$named" ${py_plain:+"$py_plain"} ${node_on:+"$node_on" "$node_off"} 2>/dev/null
+	check "lost_symbols: said once per process" lines_are "$AGENT_LOG" "lost symbols: $lost " 1
+	stop_agent || fail "lost_symbols: perfmapd exited non-zero"
+}
+
 # ---- running them ----
 
 scenario_done() {

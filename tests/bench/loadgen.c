@@ -5,12 +5,15 @@
  *   loadgen exec N      N times fork(), child execs itself as "loadgen true", waitpid():
  *                       the same figures per fork+exec+exit (every exec wakes the agent)
  *   loadgen syscall N   N getppid() calls: ns per call, by the clock and in CPU time
+ *   loadgen mmapx N     N times mmap() a page of anonymous executable memory and
+ *                       munmap() it, as a JIT does: ns per pair, clock and CPU time
  *   loadgen hold N      N children that sleep until loadgen's stdin closes
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -72,6 +75,16 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "syscall")) {
 		for (i = 0; i < n; i++)
 			syscall(SYS_getppid);
+		printf("%.2f %.2f\n", (now_s() - t0) * 1e9 / n, cpu_s(RUSAGE_SELF) * 1e9 / n);
+	} else if (!strcmp(argv[1], "mmapx")) {
+		for (i = 0; i < n; i++) {
+			void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+
+			if (p == MAP_FAILED)
+				return 1;
+			munmap(p, 4096);
+		}
 		printf("%.2f %.2f\n", (now_s() - t0) * 1e9 / n, cpu_s(RUSAGE_SELF) * 1e9 / n);
 	} else if (!strcmp(argv[1], "hold")) {
 		/* Its own process group: the kill(0) below is for its children only. */

@@ -260,6 +260,143 @@ static bool inherited_has(void *ctx, uint64_t start, uint64_t size)
 	return v && !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
 }
 
+/* The start address of a line as perf reads it (blanks, an optional 0x, hex), or false. */
+static bool line_start(const char *p, const char *end, uint64_t *start)
+{
+	uint64_t v = 0;
+	int d, n = 0;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	for (; p < end && n < 17; p++, n++) {
+		d = *p >= '0' && *p <= '9' ? *p - '0' : (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f' ?
+		    (*p | 0x20) - 'a' + 10 : -1;
+		if (d < 0)
+			break;
+		v = v << 4 | (uint64_t)d;
+	}
+	*start = v;
+	return n > 0 && n <= 16;
+}
+
+/* Does a line in [@lo, @hi) of @fd name memory @in did not inherit? 1, 0 or -errno. */
+static int stretch_names_other(int fd, off_t lo, off_t hi, const struct inherited *in,
+			       char *buf, size_t cap)
+{
+	const char *p, *nl, *end;
+	uint64_t start;
+	ssize_t n;
+
+	while (lo < hi) {
+		n = pread(fd, buf, (size_t)(hi - lo) < cap ? (size_t)(hi - lo) : cap, lo);
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		end = buf + n;
+		for (p = buf; (nl = memchr(p, '\n', end - p)); p = nl + 1)
+			if (line_start(p, nl, &start) && !inherited_has((void *)in, start, 0))
+				return 1;
+		/* A line longer than the buffer is no entry anyone reads: past it. */
+		lo += p > buf ? p - buf : n;
+	}
+	return 0;
+}
+
+/*
+ * The lines of [@lo, @hi) of @fd into @dst, but those naming memory @in did
+ * not inherit: the parent's bytes otherwise, as copy_raw() leaves them. A
+ * line the stretch's end cuts is no line. The bytes consumed, or -errno.
+ */
+static off_t filter_stretch(int fd, off_t lo, off_t hi, int dst, const struct inherited *in,
+			    char *buf, size_t cap, long *left_out, uint64_t *written)
+{
+	const char *p, *nl, *end, *run;
+	off_t at = lo;
+	uint64_t start;
+	ssize_t n;
+	int err;
+
+	while (at < hi) {
+		n = pread(fd, buf, (size_t)(hi - at) < cap ? (size_t)(hi - at) : cap, at);
+		if (n <= 0)
+			return n < 0 ? -errno : at - lo;
+		end = buf + n;
+		for (run = p = buf; (nl = memchr(p, '\n', end - p)); p = nl + 1) {
+			if (!line_start(p, nl, &start) || inherited_has((void *)in, start, 0))
+				continue;
+			err = perfmap__write_all(dst, run, p - run);
+			if (err)
+				return err;
+			*written += p - run;
+			(*left_out)++;
+			run = nl + 1;
+		}
+		err = perfmap__write_all(dst, run, p - run);
+		if (err)
+			return err;
+		*written += p - run;
+		/* A line longer than the buffer is no entry anyone reads: past it. */
+		at += p > buf ? p - buf : n;
+	}
+	return at - lo;
+}
+
+/*
+ * The parent's lines up to its whole lines' end, those naming memory the
+ * child did not inherit left out; -EFBIG past @max_data bytes of data.
+ */
+static off_t copy_filtered(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
+			   const struct copy_gate *gate, const struct inherited *in,
+			   long *left_out, uint64_t *written)
+{
+	off_t end = whole_lines_end(parent_fd, (off_t)limit, gate), off = 0, lo, hi, n;
+	char *buf = malloc(COPY_READ_BUF);
+	uint64_t read = 0;
+
+	*written = 0;
+	if (end < 0 || !buf) {
+		free(buf);
+		return end < 0 ? end : -ENOMEM;
+	}
+	while (next_data(parent_fd, off, end, &lo, &hi)) {
+		read += hi - lo;
+		n = max_data && read > max_data ? -EFBIG :
+		    gate && gate->stopped && gate->stopped(gate->arg) ? -ECANCELED :
+		    filter_stretch(parent_fd, lo, hi, dst_fd, in, buf, COPY_READ_BUF, left_out,
+				   written);
+		if (n < 0) {
+			end = n;
+			break;
+		}
+		off = hi;
+	}
+	free(buf);
+	return end < 0 ? end : (off_t)*written;
+}
+
+/*
+ * Does the parent's map name memory the child did not inherit? Only the
+ * start address of each line is read, and the first such line ends the
+ * look: most children inherited everything, and their copy stays the cheap
+ * one (the parent's bytes as they are).
+ */
+static int names_other(int fd, off_t limit, const struct inherited *in)
+{
+	char *buf = malloc(COPY_READ_BUF);
+	off_t off = 0, lo, hi;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (!ret && next_data(fd, off, limit, &lo, &hi)) {
+		ret = stretch_names_other(fd, lo, hi, in, buf, COPY_READ_BUF);
+		off = hi;
+	}
+	free(buf);
+	return ret;
+}
+
 /*
  * The parent's entries, up to @limit bytes, into @dst_fd (< 0: only
  * counted), stretch by stretch of data (a line a hole cuts is no line);
@@ -452,29 +589,24 @@ static off_t fill_copy(int pfd, const struct stat *pst, const struct copy_req *r
 		       const struct copy_gate *gate, struct copy_result *res)
 {
 	struct inherited in = { 0 };
-	uint64_t unused;
 	off_t end;
 	long n;
 
 	inherited_read(rq, &in);
 	res->unfiltered = !in.known;
-	if (in.known) {
-		n = copy_entries(pfd, pst->st_size, rq->max_data, -1, &in, &res->left_out, &unused);
-		if (n < 0) {
-			end = n;
-			goto release;
-		}
+	n = in.known ? names_other(pfd, pst->st_size, &in) : 0;
+	if (n < 0) {
+		end = n;
+		goto release;
 	}
 	/* Whole lines up to the size now: the parent may be appending as we read. */
 	/* Off the loop (gated), a copy may be large: written behind. */
-	if (!res->left_out) {
+	if (!n) {
 		end = copy_raw(pfd, pst->st_size, rq->max_data, fd, gate, &res->bytes);
 		goto release;
 	}
-	res->left_out = 0;
-	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &in, &res->left_out, &res->bytes);
-	end = n < 0 ? n : (off_t)res->bytes;
-	res->entries = n > 0 ? n : 0;
+	end = copy_filtered(pfd, pst->st_size, rq->max_data, fd, gate, &in, &res->left_out,
+			    &res->bytes);
 release:
 	perfmap__vmas_release(&in.vs);
 	return end;
@@ -498,7 +630,7 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 		err = -EEXIST;
 		goto close_parent;
 	}
-	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
 		res->why = "cannot be made: no unnamed file (O_TMPFILE) in the map directory";
@@ -531,8 +663,7 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 	if (err)
 		goto close_fd;
 	/* Counted after the link: the child's profiler is not kept waiting for a log line. */
-	if (!res->left_out)
-		res->entries = count_lines(pfd, copied);
+	res->entries = count_lines(res->left_out ? fd : pfd, copied);
 close_fd:
 	close(fd);
 close_parent:

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "inherit.h"
 #include "mapfile.h"
 #include "mapname.h"
 #include "perfmap_tools.h"
@@ -232,165 +233,101 @@ static off_t copy_raw(int parent_fd, uint64_t limit, uint64_t max_data, int dst_
 	return end;
 }
 
-/*
- * What the child inherited: its mappings, read as the copy begins. An entry
- * is copied when its start lies in one of them. A freed region's entries,
- * and those of regions fork does not pass on (MADV_DONTFORK), name nothing
- * in the child; a shared memfd is passed on, but perf looks its code up as
- * a file, never in a map. The child may map new code at a freed address
- * before we look: then that entry is kept, as before (nothing is lost).
- */
-struct inherited {
-	struct perfmap_vmas vs;
-	bool known;
-};
-
-static void inherited_read(const struct copy_req *rq, struct inherited *in)
-{
-	in->known = !perfmap__vmas_read(rq->child, &in->vs) &&
-		    procfs_is(rq->child, rq->child_start_ticks);
-}
-
+/* perfmap_keep_fn for copy_entries(). */
 static bool inherited_has(void *ctx, uint64_t start, uint64_t size)
 {
-	const struct inherited *in = ctx;
-	const struct perfmap_vma *v = perfmap__vmas_find(&in->vs, start);
-
 	(void)size;
-	return v && !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
+	return inherit_has(ctx, start);
 }
 
-/* The start address of a line as perf reads it (blanks, an optional 0x, hex), or false. */
-static bool line_start(const char *p, const char *end, uint64_t *start)
+/*
+ * The lines of [@lo, @hi) of @fd into @dst, but those naming memory @in
+ * lacks: the parent's bytes otherwise, as copy_raw() leaves them. A line the
+ * stretch's end cuts is no line. 0 or -errno.
+ */
+static int filter_stretch(int fd, off_t lo, off_t hi, int dst, const struct inherit *in,
+			  char *buf, size_t cap, long *left_out, uint64_t *written)
 {
-	uint64_t v = 0;
-	int d, n = 0;
-
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
-	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-		p += 2;
-	for (; p < end && n < 17; p++, n++) {
-		d = *p >= '0' && *p <= '9' ? *p - '0' : (*p | 0x20) >= 'a' && (*p | 0x20) <= 'f' ?
-		    (*p | 0x20) - 'a' + 10 : -1;
-		if (d < 0)
-			break;
-		v = v << 4 | (uint64_t)d;
-	}
-	*start = v;
-	return n > 0 && n <= 16;
-}
-
-/* Does a line in [@lo, @hi) of @fd name memory @in did not inherit? 1, 0 or -errno. */
-static int stretch_names_other(int fd, off_t lo, off_t hi, const struct inherited *in,
-			       char *buf, size_t cap)
-{
-	const char *p, *nl, *end;
-	uint64_t start;
+	size_t whole, kept;
 	ssize_t n;
+	char *nl;
+	int err;
 
 	while (lo < hi) {
 		n = pread(fd, buf, (size_t)(hi - lo) < cap ? (size_t)(hi - lo) : cap, lo);
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
-		end = buf + n;
-		for (p = buf; (nl = memchr(p, '\n', end - p)); p = nl + 1)
-			if (line_start(p, nl, &start) && !inherited_has((void *)in, start, 0))
-				return 1;
+		nl = memrchr(buf, '\n', (size_t)n);
 		/* A line longer than the buffer is no entry anyone reads: past it. */
-		lo += p > buf ? p - buf : n;
+		whole = nl ? (size_t)(nl - buf) + 1 : (size_t)n;
+		kept = nl ? inherit_filter(in, buf, whole, left_out) : 0;
+		err = perfmap__write_all(dst, buf, kept);
+		if (err)
+			return err;
+		*written += kept;
+		lo += (off_t)whole;
 	}
 	return 0;
 }
 
 /*
- * The lines of [@lo, @hi) of @fd into @dst, but those naming memory @in did
- * not inherit: the parent's bytes otherwise, as copy_raw() leaves them. A
- * line the stretch's end cuts is no line. The bytes consumed, or -errno.
- */
-static off_t filter_stretch(int fd, off_t lo, off_t hi, int dst, const struct inherited *in,
-			    char *buf, size_t cap, long *left_out, uint64_t *written)
-{
-	const char *p, *nl, *end, *run;
-	off_t at = lo;
-	uint64_t start;
-	ssize_t n;
-	int err;
-
-	while (at < hi) {
-		n = pread(fd, buf, (size_t)(hi - at) < cap ? (size_t)(hi - at) : cap, at);
-		if (n <= 0)
-			return n < 0 ? -errno : at - lo;
-		end = buf + n;
-		for (run = p = buf; (nl = memchr(p, '\n', end - p)); p = nl + 1) {
-			if (!line_start(p, nl, &start) || inherited_has((void *)in, start, 0))
-				continue;
-			err = perfmap__write_all(dst, run, p - run);
-			if (err)
-				return err;
-			*written += p - run;
-			(*left_out)++;
-			run = nl + 1;
-		}
-		err = perfmap__write_all(dst, run, p - run);
-		if (err)
-			return err;
-		*written += p - run;
-		/* A line longer than the buffer is no entry anyone reads: past it. */
-		at += p > buf ? p - buf : n;
-	}
-	return at - lo;
-}
-
-/*
  * The parent's lines up to its whole lines' end, those naming memory the
- * child did not inherit left out; -EFBIG past @max_data bytes of data.
+ * child lacks left out; -EFBIG past @max_data bytes of data. The bytes
+ * written, or -errno.
  */
 static off_t copy_filtered(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
-			   const struct copy_gate *gate, const struct inherited *in,
+			   const struct copy_gate *gate, const struct inherit *in,
 			   long *left_out, uint64_t *written)
 {
-	off_t end = whole_lines_end(parent_fd, (off_t)limit, gate), off = 0, lo, hi, n;
+	off_t end = whole_lines_end(parent_fd, (off_t)limit, gate), off = 0, lo, hi;
 	char *buf = malloc(COPY_READ_BUF);
 	uint64_t read = 0;
+	int err = 0;
 
 	*written = 0;
 	if (end < 0 || !buf) {
 		free(buf);
 		return end < 0 ? end : -ENOMEM;
 	}
-	while (next_data(parent_fd, off, end, &lo, &hi)) {
+	while (!err && next_data(parent_fd, off, end, &lo, &hi)) {
 		read += hi - lo;
-		n = max_data && read > max_data ? -EFBIG :
-		    gate && gate->stopped && gate->stopped(gate->arg) ? -ECANCELED :
-		    filter_stretch(parent_fd, lo, hi, dst_fd, in, buf, COPY_READ_BUF, left_out,
-				   written);
-		if (n < 0) {
-			end = n;
-			break;
-		}
+		err = max_data && read > max_data ? -EFBIG :
+		      gate && gate->stopped && gate->stopped(gate->arg) ? -ECANCELED :
+		      filter_stretch(parent_fd, lo, hi, dst_fd, in, buf, COPY_READ_BUF, left_out,
+				     written);
 		off = hi;
 	}
 	free(buf);
-	return end < 0 ? end : (off_t)*written;
+	return err ? err : (off_t)*written;
 }
 
 /*
- * Does the parent's map name memory the child did not inherit? Only the
- * start address of each line is read, and the first such line ends the
- * look: most children inherited everything, and their copy stays the cheap
- * one (the parent's bytes as they are).
+ * Does the parent's map name memory the child lacks? Only each line's start
+ * address is read, and the first such line ends the look: most children
+ * inherited everything, and their copy stays the cheap one. 1, 0, -errno.
  */
-static int names_other(int fd, off_t limit, const struct inherited *in)
+static int names_other(int fd, off_t limit, const struct inherit *in)
 {
 	char *buf = malloc(COPY_READ_BUF);
 	off_t off = 0, lo, hi;
+	ssize_t n;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	while (!ret && next_data(fd, off, limit, &lo, &hi)) {
-		ret = stretch_names_other(fd, lo, hi, in, buf, COPY_READ_BUF);
+		for (off = lo; !ret && off < hi; off += n) {
+			n = pread(fd, buf, (size_t)(hi - off) < COPY_READ_BUF ? (size_t)(hi - off) :
+					   COPY_READ_BUF, off);
+			if (n <= 0) {
+				ret = n < 0 ? -errno : 0;
+				break;
+			}
+			/* A line cut by the buffer's end is read whole the next time round. */
+			if (n == COPY_READ_BUF && memrchr(buf, '\n', (size_t)n))
+				n = (char *)memrchr(buf, '\n', (size_t)n) - buf + 1;
+			ret = inherit_names_other(in, buf, (size_t)n);
+		}
 		off = hi;
 	}
 	free(buf);
@@ -398,15 +335,15 @@ static int names_other(int fd, off_t limit, const struct inherited *in)
 }
 
 /*
- * The parent's entries, up to @limit bytes, into @dst_fd (< 0: only
- * counted), stretch by stretch of data (a line a hole cuts is no line);
- * -EFBIG past @max_data bytes read. Those @in did not inherit are left out.
+ * The parent's entries, up to @limit bytes, into @dst_fd as canonical lines,
+ * stretch by stretch of data (a line a hole cuts is no line); -EFBIG past
+ * @max_data bytes read. Those naming memory @in lacks are left out.
  */
 static long copy_entries(int parent_fd, uint64_t limit, uint64_t max_data, int dst_fd,
-			 const struct inherited *in, long *left_out, uint64_t *written)
+			 const struct inherit *in, long *left_out, uint64_t *written)
 {
 	char *buf = malloc(COPY_READ_BUF), *out = malloc(COPY_OUT_BUF);
-	off_t off = 0, lo, hi, before = dst_fd < 0 ? 0 : lseek(dst_fd, 0, SEEK_END), after;
+	off_t off = 0, lo, hi, before = lseek(dst_fd, 0, SEEK_END), after;
 	uint64_t read = 0;
 	long n = 0, total = 0;
 
@@ -420,12 +357,12 @@ static long copy_entries(int parent_fd, uint64_t limit, uint64_t max_data, int d
 			n = -errno;
 		else
 			n = perfmap__copy_fd_if(parent_fd, hi - lo, dst_fd, buf, COPY_READ_BUF,
-						out, COPY_OUT_BUF, in && in->known ? inherited_has : NULL,
+						out, COPY_OUT_BUF, in->known ? inherited_has : NULL,
 						(void *)in, left_out);
 		total += n > 0 ? n : 0;
 		off = hi;
 	}
-	after = dst_fd < 0 ? 0 : lseek(dst_fd, 0, SEEK_END);
+	after = lseek(dst_fd, 0, SEEK_END);
 	*written = before >= 0 && after > before ? (uint64_t)(after - before) : 0;
 	free(buf);
 	free(out);
@@ -588,11 +525,11 @@ static int link_child(int dirfd, int fd, const struct copy_req *rq, struct copy_
 static off_t fill_copy(int pfd, const struct stat *pst, const struct copy_req *rq, int fd,
 		       const struct copy_gate *gate, struct copy_result *res)
 {
-	struct inherited in = { 0 };
+	struct inherit in = { 0 };
 	off_t end;
 	long n;
 
-	inherited_read(rq, &in);
+	inherit_read(rq->child, rq->child_start_ticks, &in);
 	res->unfiltered = !in.known;
 	n = in.known ? names_other(pfd, pst->st_size, &in) : 0;
 	if (n < 0) {
@@ -608,7 +545,7 @@ static off_t fill_copy(int pfd, const struct stat *pst, const struct copy_req *r
 	end = copy_filtered(pfd, pst->st_size, rq->max_data, fd, gate, &in, &res->left_out,
 			    &res->bytes);
 release:
-	perfmap__vmas_release(&in.vs);
+	inherit_release(&in);
 	return end;
 }
 
@@ -675,7 +612,7 @@ close_parent:
 static int append_entries(int pfd, const struct stat *pst, const struct copy_req *rq, int fd,
 			  struct copy_result *res)
 {
-	struct inherited in = { 0 };
+	struct inherit in = { 0 };
 	struct stat st;
 	long n;
 	int err;
@@ -696,10 +633,10 @@ static int append_entries(int pfd, const struct stat *pst, const struct copy_req
 		res->why = "has no room for the parent's entries";
 		return err;
 	}
-	inherited_read(rq, &in);
+	inherit_read(rq->child, rq->child_start_ticks, &in);
 	res->unfiltered = !in.known;
 	n = copy_entries(pfd, pst->st_size, rq->max_data, fd, &in, &res->left_out, &res->bytes);
-	perfmap__vmas_release(&in.vs);
+	inherit_release(&in);
 	if (n < 0) {
 		res->why = n == -EFBIG ? "cannot take the parent's entries: its map grew past what was allowed for it" :
 					 "cannot take the parent's entries";

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "inherit.h"
 #include "log.h"
 #include "mirror.h"
 #include "nsdir.h"
@@ -41,6 +42,7 @@ struct ns_copy {
 	int dst_fd;                  /* the child's map in its directory, or its mirror */
 	uint64_t off, end;           /* of the parent's map */
 	pid_t parent;
+	struct inherit in;           /* the child's mappings: entries of memory it lacks are left out */
 };
 
 struct mirror {

@@ -93,6 +93,7 @@ void mirror__copy_free(struct mirror *mi)
 	close(mi->copy->src_fd);
 	if (mi->copy->dst_fd != mi->dst_fd)
 		close(mi->copy->dst_fd);
+	inherit_release(&mi->copy->in);
 	free(mi->copy);
 	mi->copy = NULL;
 }
@@ -100,7 +101,8 @@ void mirror__copy_free(struct mirror *mi)
 size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns)
 {
 	struct ns_copy *c = mi->copy;
-	size_t want, whole;
+	size_t want, whole, kept;
+	long left_out = 0;
 	ssize_t n;
 	char *nl;
 
@@ -126,15 +128,17 @@ size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint6
 			goto done;
 		return 0;  /* a small part of the tick was left: the next one reads a whole line */
 	}
-	if (perfmap__write_all(c->dst_fd, m->buf, whole)) {
+	kept = inherit_filter(&c->in, m->buf, whole, &left_out);
+	m->stats.ns_copy_entries_left_out += (uint64_t)left_out;
+	if (perfmap__write_all(c->dst_fd, m->buf, kept)) {
 		m->stats.ns_copies_failed++;
 		goto done;
 	}
 	c->off += whole;
 	if (c->dst_fd == mi->dst_fd)
-		mi->dst_bytes += whole;
+		mi->dst_bytes += kept;
 	else
-		mi->copy_size += whole;
+		mi->copy_size += kept;
 	if (c->off < c->end)
 		return whole;
 done:
@@ -214,6 +218,7 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		return -ENOMEM;
 	c->src_fd = fcntl(parent->src_fd, F_DUPFD_CLOEXEC, 0);
 	c->end = (uint64_t)st.st_size;
+	inherit_read(rq->pid, rq->start_ticks, &c->in);
 	c->parent = parent_pid;
 	child->mode = st.st_mode & 0666;
 	if (c->src_fd < 0) {
@@ -268,6 +273,7 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 close_src:
 	close(c->src_fd);
 free_copy:
+	inherit_release(&c->in);
 	free(c);
 	return err;
 }

@@ -176,6 +176,7 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "ns_copies_existing", ms->ns_copies_existing);
 	u64(r, "ns_copies_dropped", ms->ns_copies_dropped);
 	u64(r, "ns_copies_appended", ms->ns_copies_appended);
+	u64(r, "ns_copy_entries_left_out", ms->ns_copy_entries_left_out);
 	u64(r, "mirrors_cut_at_exit", ms->cut_at_exit);
 	u64(r, "ns_stale_removed", ms->ns_stale_removed);
 	u64(r, "ns_stale_skipped", ms->ns_stale_skipped);

@@ -33,8 +33,6 @@ long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size
 			continue;
 		}
 		copied++;
-		if (dst_fd < 0)
-			continue;
 		/* Flush before a line could overflow: every write ends a line. */
 		if (off + PERFMAP_LINE_MAX > out_cap) {
 			err = perfmap__write_all(dst_fd, out, off);

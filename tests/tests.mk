@@ -29,7 +29,7 @@ TEST_AGENT_policy := agent/policy.c agent/policy_judge.c agent/policy_copy.c age
 TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \
 	agent/archive_quota.c agent/clock.c agent/log.c
-TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/privs.c agent/procfs.c agent/clock.c \
+TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/inherit.c agent/privs.c agent/procfs.c agent/clock.c \
 	agent/log.c
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c

@@ -34,11 +34,7 @@ long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
 		      size_t cap, char *out, size_t out_cap);
 /* Is the entry [@start, @start + @size) to be copied? */
 typedef bool (*perfmap_keep_fn)(void *ctx, uint64_t start, uint64_t size);
-/*
- * perfmap__copy_fd() of the entries @keep keeps (NULL: all); those left out
- * are added to *@dropped. With @dst_fd < 0 nothing is written: the entries
- * are only counted, kept (the return) and left out.
- */
+/* perfmap__copy_fd() of the entries @keep keeps (NULL: all); those left out are added to *@dropped. */
 long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size_t cap,
 			 char *out, size_t out_cap, perfmap_keep_fn keep, void *ctx,
 			 long *dropped);

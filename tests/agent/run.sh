@@ -927,8 +927,9 @@ test_lost_symbols() {
 		"$py" -c 'import time; time.sleep(8)' & py_plain=$!
 	fi
 	if command -v node >/dev/null; then
-		node -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)' & node_off=$!
-		node --perf-basic-prof -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)' & node_on=$!
+		# From $WORK: V8 may leave a log file in its working directory.
+		(cd "$WORK" && exec node -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)') & node_off=$!
+		(cd "$WORK" && exec node --perf-basic-prof -e 'const e = Date.now() + 8000; let s = 0; while (Date.now() < e) s += Math.sqrt(s % 7)') & node_on=$!
 		TMP_MAPS+=("$node_on" "$node_off")
 	fi
 	check "lost_symbols: a JIT whose map is not in /tmp is said to lose its symbols" \

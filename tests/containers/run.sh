@@ -164,6 +164,7 @@ same_map() { [ -s "$1" ] && cmp -s "$1" "$2"; }
 # map_has FILE PREFIX N: FILE holds exactly N entries named PREFIX_*.
 map_has() { [ "$(grep -c " $2_" "$1" 2>/dev/null)" = "$3" ]; }
 ge() { [ "${1:-0}" -ge "$2" ]; }
+status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
 status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
 # status_sum_gt MAP_DIR KEY1 KEY2 N: KEY1 + KEY2 > N.
 status_sum_gt() {
@@ -757,6 +758,31 @@ test_unshare_large_copy() {
 		test "$ok" = 8 -a "$n" = 8
 	check "unshare_large_copy: status: ns_copies counts 8" status_ge "$d" ns_copies 8
 	stop_agent || fail "unshare_large_copy: perfmapd exited non-zero"
+}
+
+# Fork copies inside a container are exact too: entries naming memory the
+# child did not inherit (freed, MADV_DONTFORK, a shared memfd) are left out.
+test_unshare_exact_copy() {
+	local d='' a nsd u pid c n=0 ok=0
+	nsd=$(new_map_dir)
+	agent_on exact unshare_exact_copy --ns-map-dir "$nsd" --retention 30 || return
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 20 --prefix exact --children 3 --uninherited --wait-map-ms 15000 --print-pids --report' \
+		"$nsd" "$FORKJIT" >"$WORK/exact.out" 2>&1 &
+	u=$!
+	BG_PIDS+=("$u")
+	pid=$u
+	check "unshare_exact_copy: the parent's 23 entries are mirrored (20 inherited, 3 not)" \
+		wait_for 20 map_has "$d/perf-$pid.map" exact 23
+	check "unshare_exact_copy: its 3 children each found exactly the 20 inherited entries in the namespace" \
+		wait_for 30 grep -q "^complete 3/3" "$WORK/exact.out"
+	for c in $(awk '$1 == "child" { print $2 }' "$WORK/exact.out"); do
+		n=$((n + 1))
+		wait_for 10 map_has "$d/perf-$c.map" exact 20 && ok=$((ok + 1))
+	done
+	check "unshare_exact_copy: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3 -a "$n" = 3
+	check "unshare_exact_copy: status: 9 entries left out" status_is "$d" ns_copy_entries_left_out 9
+	stop_agent || fail "unshare_exact_copy: perfmapd exited non-zero"
 }
 
 # A child whose runtime writes its own map before the agent copies (the agent

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,6 +121,7 @@ void archive__stats(struct archive *ar, struct archive_stats *out)
 	out->queued_over_max = __atomic_load_n(&s->queued_over_max, __ATOMIC_RELAXED);
 	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
 	out->uncompacted = __atomic_load_n(&s->uncompacted, __ATOMIC_RELAXED);
+	out->restored_dropped = __atomic_load_n(&s->restored_dropped, __ATOMIC_RELAXED);
 }
 
 /* ---- the worker ---- */
@@ -595,14 +597,37 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 	return err;
 }
 
+/*
+ * A map `perfmapctl restore` put back from the archive member @from, never
+ * written since: that member is still there and the same size (a runtime
+ * only appends). Archiving it again would keep the same entries twice and
+ * cost its owner's quota twice. Only root sets trusted.* attributes.
+ */
+static bool restored_copy(struct archive *ar, int fd, const struct stat *st, char *from,
+			  size_t len)
+{
+	struct stat ast;
+	ssize_t n;
+
+	n = fgetxattr(fd, PERFMAP_RESTORED_XATTR, from, len - 1);
+	if (n <= 0)
+		return false;
+	from[n] = '\0';
+	/* A name in the archive directory, not a path out of it. */
+	if (strlen(from) != (size_t)n || strchr(from, '/') || from[0] == '.')
+		return false;
+	return !fstatat(ar->dir_fd, from, &ast, AT_SYMLINK_NOFOLLOW) && S_ISREG(ast.st_mode) &&
+	       ast.st_size == st->st_size;
+}
+
 static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		dev_t dev, ino_t ino, uint64_t size, bool squatted, const char *tag)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
 	struct staged_rec rec = { 0 };
-	bool over = false;
-	char name[32];
+	bool over = false, restored;
+	char name[32], from[128];
 	struct stat st;
 	int fd, err;
 
@@ -620,7 +645,8 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		err = -ESTALE;
 		goto close_fd;
 	}
-	if (why != ARCHIVE_DROP && queue_full(ar, st.st_uid)) {
+	restored = why != ARCHIVE_DROP && restored_copy(ar, fd, &st, from, sizeof(from));
+	if (why != ARCHIVE_DROP && !restored && queue_full(ar, st.st_uid)) {
 		if (!squatted) {
 			count(&ar->stats.deferred);
 			err = -EAGAIN;
@@ -633,7 +659,7 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 	rec.ino = st.st_ino;
 	rec.uid = st.st_uid;
 	rec.gid = st.st_gid;
-	err = stage(ar, name, fd, size, why == ARCHIVE_DROP, !squatted, &rec, &res);
+	err = stage(ar, name, fd, size, why == ARCHIVE_DROP || restored, !squatted, &rec, &res);
 	if (err == -EBUSY && res.kept[0]) {
 		/* A writer came while it was moved, and the name could not be given back. */
 		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",
@@ -654,6 +680,13 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 	if (err) {
 		pr_warn("archive %s/%s: %s; left in place", ar->cfg.map_dir, name,
 			res.why ? res.why : strerror(-err));
+		goto close_fd;
+	}
+	if (restored) {
+		unlinkat(ar->cfg.map_dir_fd, rec.staged, 0);
+		count(&ar->stats.restored_dropped);
+		pr_info("archive %s/%s: %s; removed: perfmapctl restore put it back from %s/%s, which still holds it",
+			ar->cfg.map_dir, name, archive_reason_str(why), ar->cfg.dir, from);
 		goto close_fd;
 	}
 	if (why == ARCHIVE_DROP) {

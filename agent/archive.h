@@ -51,6 +51,7 @@ struct archive_stats {
 	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
 	uint64_t store_deferred;      /* stores put off for want of fds or memory: tried again */
 	uint64_t queued_over_max;     /* another uid's map at a new holder's path, queued past the bound */
+	uint64_t restored_dropped;    /* maps perfmapctl restore put back, unchanged: deleted, not archived again */
 };
 
 struct archive;
@@ -68,7 +69,8 @@ void archive__free(struct archive *ar);
  * @size is UINT64_MAX, @size bytes long (-ESTALE), out of
  * the map directory, never under a writer (-EBUSY), then have it compacted
  * into the archive as perf-<pid>-<start>[-<reason>].map; ARCHIVE_DROP
- * deletes it instead. -EAGAIN, the map left in place, while the worker's
+ * deletes it instead, and so is a map `perfmapctl restore` put back
+ * (PERFMAP_RESTORED_XATTR) whose archived map is still there, the same size. -EAGAIN, the map left in place, while the worker's
  * queue, or its owner's share of it, is full.
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,

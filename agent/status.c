@@ -148,6 +148,7 @@ static void report_archive(struct report *r, const struct status_sources *src)
 	u64(r, "archive_queued_over_max", as.queued_over_max);
 	u64(r, "archive_staged_refused", as.staged_refused);
 	u64(r, "archive_uncompacted", as.uncompacted);
+	u64(r, "restored_dropped", as.restored_dropped);
 }
 
 static void report_mirrors(struct report *r, const struct status_sources *src)

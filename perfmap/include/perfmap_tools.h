@@ -122,6 +122,14 @@ int perfmap__parse_duration(const char *s, uint64_t *out);
 #define PERFMAPD_RUN_DIR "/run/perfmapd"
 
 /*
+ * The extended attribute `perfmapctl restore` sets on a map it put back: the
+ * name of the archived map it copied. Only root can set trusted.* names. The
+ * agent deletes such a map after its retention, rather than archiving it a
+ * second time, while that archived map is still there and the same size.
+ */
+#define PERFMAP_RESTORED_XATTR "trusted.perfmapd.restored"
+
+/*
  * The lock and status socket of the agent for @map_dir, which perfmapd
  * creates and perfmapctl connects to: "/tmp" -> "<run_dir>/tmp.lock" and
  * "tmp.sock". Distinct directories always get distinct names.

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "archive_journal.h"
 #include "archive_quota.h"
 #include "log.h"
+#include "perfmap_tools.h"
 #include "testutil.h"
 
 static char *top, maps[4096], arch[4096];
@@ -786,6 +788,72 @@ static void test_refuses_an_archive_others_can_write(void **state)
 	assert_non_null(ar);
 }
 
+/* As `perfmapctl restore` does: archived map @from back at @pid's path, marked; false where xattrs cannot be set. */
+static bool restore_as_perfmapctl(pid_t pid, const char *from, struct stat *st)
+{
+	char path[4096 + 128];
+	size_t len;
+	char *data;
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", arch, from);
+	data = tu_read(path, &len);
+	assert_non_null(data);
+	tu_write(tu_map_path(maps, pid), data, len);
+	free(data);
+	fd = open(tu_map_path(maps, pid), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	ok = !fsetxattr(fd, PERFMAP_RESTORED_XATTR, from, strlen(from), 0);
+	close(fd);
+	assert_int_equal(stat(tu_map_path(maps, pid), st), 0);
+	return ok;
+}
+
+static void test_a_restored_map_is_deleted_not_archived_again(void **state)
+{
+	char path[4096 + 64];
+	struct archive_stats as;
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	make_map(110, 4, 0, &st);
+	assert_int_equal(archive__move(ar, 110, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_true(archived(110));
+	if (!restore_as_perfmapctl(110, "perf-110-7.map", &st))
+		skip();  /* trusted.* attributes: root, on a file system that has them */
+	/* Its retention over, as any exited map: deleted, the archive unchanged. */
+	assert_int_equal(archive__move(ar, 110, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_int_equal(access(tu_map_path(maps, 110), F_OK), -1);
+	assert_int_equal(count_in(arch, "perf-110-"), 1);
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+	archive__stats(ar, &as);
+	assert_int_equal(as.restored_dropped, 1);
+	assert_int_equal(as.archived, 1);
+
+	/* Written since it was put back: new lines, archived as any map. */
+	restore_as_perfmapctl(110, "perf-110-7.map", &st);
+	append(tu_map_path(maps, 110), "9000 10 later_fn\n", 17);
+	assert_int_equal(stat(tu_map_path(maps, 110), &st), 0);
+	assert_int_equal(archive__move(ar, 110, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_int_equal(count_in(arch, "perf-110-"), 2);
+
+	/* The archived map it came from is gone (the quota took it): archived again. */
+	restore_as_perfmapctl(110, "perf-110-7.map", &st);
+	snprintf(path, sizeof(path), "%s/perf-110-7.map", arch);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(archive__move(ar, 110, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_int_equal(count_in(arch, "perf-110-"), 2);
+	archive__stats(ar, &as);
+	assert_int_equal(as.restored_dropped, 1);
+	assert_int_equal(as.archived, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -811,6 +879,7 @@ int main(void)
 		T(test_a_users_future_mtimes_evict_only_their_own),
 		T(test_a_temporary_file_left_by_a_crash_is_removed_at_the_start),
 		T(test_refuses_an_archive_others_can_write),
+		T(test_a_restored_map_is_deleted_not_archived_again),
 #undef T
 	};
 

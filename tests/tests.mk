@@ -15,8 +15,9 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
 # the map reader, the /proc parsers, the maps line parsers (the agent's and
-# libperfmap's), the BPF event decoder, the perf mmap record decoder.
-FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap
+# libperfmap's), the BPF event decoder, the perf mmap record decoder,
+# perfmapctl's perf.data reader.
+FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap perfdata
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 # Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
@@ -80,7 +81,8 @@ FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
 FUZZ_LINK_execmap := agent/execmap.c
-FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Itests/fuzz
+FUZZ_LINK_perfdata := ctl/perfdata.c
+FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Ictl -Itests/fuzz
 
 $(O)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $$(FUZZ_LINK_$$*) $(TEST_HDRS)
 	@mkdir -p $(@D)

@@ -16,6 +16,7 @@ enum {
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

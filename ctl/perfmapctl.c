@@ -22,12 +22,20 @@ static const char usage[] =
 	"                                  with maps, copies, decisions, retained and\n"
 	"                                  archived maps, events and drops; as JSON\n"
 	"                                  with --json (--pretty: indented)\n"
+	"  restore [--archive-dir DIR] [--map-dir DIR] [--dry-run]\n"
+	"          (PID [--start-ticks N | --at TIME] ... | --perf-data FILE)\n"
+	"                                  put archived maps back at DIR/perf-<pid>.map\n"
+	"                                  (/tmp) for a late perf report: a pid's newest,\n"
+	"                                  the one started at tick N or alive at TIME\n"
+	"                                  (2026-11-22T10:00:00, @<unix s>, -10m), or each\n"
+	"                                  pid a perf.data recorded; never over a file,\n"
+	"                                  nor at a pid another live process holds\n"
 	"  help                            this text\n"
 	"\n"
 	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
-	"Exit status: 0 fine; 1 check found a consumer that misreads, or compact\n"
-	"refused to replace a file in use; 2 usage or I/O error, or (status) no\n"
-	"agent running.\n";
+	"Exit status: 0 fine; 1 check found a consumer that misreads, compact\n"
+	"refused to replace a file in use, or restore refused or did not find a\n"
+	"map; 2 usage or I/O error, or (status) no agent running.\n";
 
 void ctl_error(const char *fmt, ...)
 {
@@ -57,6 +65,7 @@ static const struct cmd cmds[] = {
 	{ "check", cmd_check },
 	{ "compact", cmd_compact },
 	{ "status", cmd_status },
+	{ "restore", cmd_restore },
 	{ "help", cmd_help },
 };
 

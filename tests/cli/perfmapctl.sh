@@ -11,13 +11,15 @@ BG=()
 checks=0
 failures=0
 # Every check below is counted; a scenario whose checks stopped running must not look green.
-EXPECTED=47
+EXPECTED=110
 
+R=  # restore's hand-built archive and map directory, in /var/tmp
 cleanup() {
 	local p
 	for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$T"
+	[ -z "$R" ] || rm -rf "$R"
 }
 trap cleanup EXIT
 # SIGTERM or SIGINT landing while a command runs kills bash without the EXIT trap;
@@ -236,6 +238,165 @@ before=$(sum "$big")
 check "$S: exit 2" exits 2 "$CTL" compact --max-bytes 1K "$big"
 check "$S: refused" out_has "larger than --max-bytes"
 check "$S: nothing written" unchanged "$big" "$before"
+
+# ---- restore: archived maps back where perf looks ----
+
+R=$(mktemp -d /var/tmp/perfmapctl-restore.XXXXXX) || exit 2
+A=$R/archive
+M=$R/maps
+mkdir -m 700 "$A" && mkdir -m 1777 "$M"
+HZ=$(getconf CLK_TCK)
+NOW=$(date +%s)
+UP=$(cut -d. -f1 /proc/uptime)
+BOOT=$((NOW - UP))
+MKPD="python3 $(dirname "$0")/mkperfdata.py"
+
+# archive NAME MTIME ENTRY...: an archived map, dated MTIME (unix seconds).
+archive() {
+	local name=$1 when=$2
+	shift 2
+	printf '%s\n' "$@" >"$A/$name"
+	touch -d "@$when" "$A/$name"
+}
+# restored PID WORD: the map restored at PID's path holds WORD (which archived map it came from).
+restored() { grep -qs "$2" "$M/perf-$1.map" || { echo "$M/perf-$1.map lacks $2" >&2; return 1; }; }
+absent() { [ ! -e "$M/perf-$1.map" ] && [ ! -L "$M/perf-$1.map" ] || { echo "$M/perf-$1.map exists" >&2; return 1; }; }
+RST=("$CTL" restore --archive-dir "$A" --map-dir "$M")
+
+# Pid P1, three archived maps: a first process (A), then another at the pid that
+# exec'd (B, its old image's) and exited (C). Times are fractions of the uptime.
+P1=2000000001
+S2=$((UP / 2 * HZ))
+archive "perf-$P1-$HZ.map" $((BOOT + UP / 4)) "7f0000001000 10 a_first_fn"
+archive "perf-$P1-$S2-exec12345.map" $((BOOT + UP * 5 / 8)) "7f0000002000 10 b_old_image_fn"
+archive "perf-$P1-$S2.map" $((BOOT + UP * 3 / 4)) "7f0000003000 10 c_last_fn"
+# The agent's own files in the archive are no maps to restore.
+mkdir "$A/.staged-1" && printf '1000 10 staged_fn\n' >"$A/.staged-1/perf-2000000003-5.map"
+printf '1000 10 tmp_fn\n' >"$A/.tmp.perf-2000000003-5.map"
+ln -s "$A/perf-$P1-$HZ.map" "$A/perf-2000000004-5.map"
+
+S="restore: by pid"
+check "$S: exit 0" exits 0 "${RST[@]}" "$P1"
+check "$S: the newest chosen" restored "$P1" c_last_fn
+check "$S: and said so, naming the others" out_has "the newest (3 archived maps of pid $P1; the others:"
+check "$S: mode 0600" is "$(stat -c %a "$M/perf-$P1.map")" 600
+check "$S: the archived map's owner" is "$(stat -c %u "$M/perf-$P1.map")" "$(stat -c %u "$A/perf-$P1-$S2.map")"
+check "$S: its contents, byte for byte" same_content "$A/perf-$P1-$S2.map" "$M/perf-$P1.map"
+
+S="restore: a file at the path"
+echo "7f0000009000 10 runtime_own_fn" >"$M/perf-$P1.map"
+before=$(sum "$M/perf-$P1.map")
+check "$S: exit 1" exits 1 "${RST[@]}" "$P1"
+check "$S: refused, naming pid, path and cause" out_has "restore $P1: $M/perf-$P1.map: a file is there; refused, nothing written"
+check "$S: the file untouched" unchanged "$M/perf-$P1.map" "$before"
+rm -f "$M/perf-$P1.map"
+
+S="restore: --start-ticks"
+check "$S: exit 0" exits 0 "${RST[@]}" "$P1" --start-ticks "$HZ"
+check "$S: the map of the process started then" restored "$P1" a_first_fn
+rm -f "$M/perf-$P1.map"
+check "$S: two maps of that start: exit 0" exits 0 "${RST[@]}" "$P1" --start-ticks "$S2"
+check "$S: the newest of them" restored "$P1" c_last_fn
+check "$S: and said so" out_has "the newest of 2 that started at tick $S2"
+rm -f "$M/perf-$P1.map"
+check "$S: none started then: exit 1" exits 1 "${RST[@]}" "$P1" --start-ticks 7
+check "$S: none started then: said" out_has "none of its 3 archived maps started at tick 7"
+check "$S: none started then: nothing written" absent "$P1"
+
+S="restore: --at"
+check "$S: in the first process's life: exit 0" exits 0 "${RST[@]}" "$P1" --at "@$((BOOT + UP / 8))"
+check "$S: in the first process's life: its map" restored "$P1" a_first_fn
+rm -f "$M/perf-$P1.map"
+check "$S: before the exec: exit 0" exits 0 "${RST[@]}" "$P1" --at "@$((BOOT + UP * 9 / 16))"
+check "$S: before the exec: the old image's map" restored "$P1" b_old_image_fn
+rm -f "$M/perf-$P1.map"
+check "$S: after the exec: exit 0" exits 0 "${RST[@]}" "$P1" --at "@$((BOOT + UP * 11 / 16))"
+check "$S: after the exec: the new image's map" restored "$P1" c_last_fn
+rm -f "$M/perf-$P1.map"
+check "$S: as a local date: exit 0" exits 0 "${RST[@]}" "$P1" --at "$(date -d "@$((BOOT + UP / 8))" +%Y-%m-%dT%H:%M:%S)"
+check "$S: as a local date: the first process's map" restored "$P1" a_first_fn
+rm -f "$M/perf-$P1.map"
+check "$S: before any started: exit 1" exits 1 "${RST[@]}" "$P1" --at "@$((BOOT - 60))"
+check "$S: before any started: nothing written" absent "$P1"
+check "$S: not a time: exit 2" exits 2 "${RST[@]}" "$P1" --at yesterday
+check "$S: without a pid: exit 2" exits 2 "${RST[@]}" --at -10m
+
+S="restore: --dry-run"
+check "$S: exit 0" exits 0 "${RST[@]}" --dry-run "$P1"
+check "$S: says what it would do" out_has "would write $M/perf-$P1.map from perf-$P1-$S2.map"
+check "$S: writes nothing" absent "$P1"
+
+S="restore: a symlink at the path"
+echo "precious" >"$R/target"
+ln -s "$R/target" "$M/perf-$P1.map"
+check "$S: exit 1" exits 1 "${RST[@]}" "$P1"
+check "$S: refused" out_has "$M/perf-$P1.map: a symlink is there; refused"
+check "$S: its target untouched" is "$(cat "$R/target")" precious
+rm -f "$M/perf-$P1.map"
+
+S="restore: what is not an archived map"
+check "$S: staged, temporary and linked files: exit 1" exits 1 "${RST[@]}" 2000000003 2000000004
+check "$S: none found" out_has "restore 2000000004: $M/perf-2000000004.map: no archived map in $A"
+check "$S: nothing written" eval 'absent 2000000003 && absent 2000000004'
+
+S="restore: a live process at the pid"
+sleep 300 &
+L=$!
+BG+=("$L")
+LT=$(sed 's/.*) //' "/proc/$L/stat" | cut -d' ' -f20)
+archive "perf-$L-$((LT + 1)).map" "$NOW" "7f0000004000 10 other_process_fn"
+check "$S: started at another time: exit 1" exits 1 "${RST[@]}" "$L"
+check "$S: refused, naming the live process" out_has "pid $L is held by a live process started at tick $LT"
+check "$S: nothing written" absent "$L"
+rm -f "$A/perf-$L-$((LT + 1)).map"
+archive "perf-$L-$LT.map" "$NOW" "7f0000005000 10 same_process_fn"
+check "$S: the very process, no map at its path: exit 0" exits 0 "${RST[@]}" "$L"
+check "$S: the very process: restored" restored "$L" same_process_fn
+stop "$L"
+
+S="restore: several pids"
+rm -f "$M"/perf-*.map
+check "$S: one restored, one not found: exit 1" exits 1 "${RST[@]}" "$P1" 2000000009
+check "$S: one line each" eval '[ "$(grep -c "restore $P1: wrote\|restore 2000000009: .*no archived map" "$T/out")" = 2 ]'
+
+S="restore --perf-data"
+rm -f "$M"/perf-*.map
+P5=2000000005
+P6=2000000006
+P7=2000000007
+# P5 ran JIT code in [0x7f5000000000, +0x1000); the map whose entries lie there is the one,
+# though another was archived later and lived when perf recorded.
+archive "perf-$P5-$HZ.map" $((BOOT + UP / 4)) "7f5000000000 20 jit_evidence_fn" "7f5000000020 20 jit_evidence2_fn"
+archive "perf-$P5-$S2.map" $((NOW - 1)) "7f9000000000 20 wrong_fn"
+# P6 recorded no regions: time decides, by HEADER_CLOCK_DATA (in its second process's life).
+archive "perf-$P6-$HZ.map" $((BOOT + UP / 4)) "7f6000000000 20 p6_first_fn"
+archive "perf-$P6-$S2.map" $((NOW - 1)) "7f6000001000 20 p6_second_fn"
+$MKPD "$R/rec.data" --comm "$P5" jit --mmap2 "$P5" 0x7f5000000000 0x1000 7 //anon \
+	--mmap2 "$P5" 0x400000 0x1000 5 /usr/bin/jit --fork "$P7" "$P5" --sample "$P7" 0x7f5000000010 \
+	--comm "$P6" other --sample "$P6" 0x401000 --comm 2000000010 sh \
+	--clock "$(( (BOOT + UP * 7 / 8) * 1000000000 ))"
+check "$S: exit 0" exits 0 "${RST[@]}" --perf-data "$R/rec.data"
+check "$S: the map its entries prove" restored "$P5" jit_evidence_fn
+check "$S: said it chose by evidence" out_has "chosen by evidence: 2 of its 2 entries lie in the anonymous executable regions perf recorded"
+check "$S: without evidence, by the recording's time" restored "$P6" p6_second_fn
+check "$S: said it chose by time, from HEADER_CLOCK_DATA" out_has "chosen by time: recorded"
+check "$S: a forked child without a map of its own is no failure" absent "$P7"
+check "$S: counts the rest" out_has "4 processes recorded; 2 mapped no anonymous executable code"
+rm -f "$M"/perf-*.map
+check "$S: --dry-run: exit 0" exits 0 "${RST[@]}" --dry-run --perf-data "$R/rec.data"
+check "$S: --dry-run: writes nothing" eval 'absent "$P5" && absent "$P6"'
+$MKPD "$R/nomap.data" --comm 2000000008 jit --mmap2 2000000008 0x7f8000000000 0x1000 5 //anon
+check "$S: JIT code but no archived map: exit 1" exits 1 "${RST[@]}" --perf-data "$R/nomap.data"
+check "$S: JIT code but no archived map: said" out_has "restore 2000000008: $M/perf-2000000008.map: perf recorded anonymous executable code, but the archive has no map of this pid"
+$MKPD "$R/z.data" --comm "$P5" jit --compressed
+check "$S: compressed records: exit 2" exits 2 "${RST[@]}" --perf-data "$R/z.data"
+check "$S: compressed records: how to read them" out_has "perf inject"
+check "$S: a directory: exit 2" exits 2 "${RST[@]}" --perf-data "$R"
+check "$S: a directory: refused" out_has "not a regular file, refused"
+printf 'not perf data at all' >"$R/junk.data"
+check "$S: not a perf.data file: exit 2" exits 2 "${RST[@]}" --perf-data "$R/junk.data"
+check "$S: nothing written by the refusals" eval '! ls "$M" | grep -q perf-'
+check "$S: PIDs and --perf-data together: exit 2" exits 2 "${RST[@]}" "$P1" --perf-data "$R/rec.data"
 
 echo "cli: $((checks - failures)) passed, $failures failed, $checks of $EXPECTED checks ran"
 if [ "$failures" -ne 0 ]; then

@@ -599,9 +599,10 @@ static int stage(struct archive *ar, const char *name, int fd, uint64_t size, bo
 
 /*
  * A map `perfmapctl restore` put back from the archive member @from, never
- * written since: that member is still there and the same size (a runtime
- * only appends). Archiving it again would keep the same entries twice and
- * cost its owner's quota twice. Only root sets trusted.* attributes.
+ * written since: that member is still there, the same size (a runtime only
+ * appends) and its owner's. Archiving it again would keep the same entries
+ * twice and cost its owner's quota twice. The attribute is a user.* one
+ * (perfmap_tools.h): its value is read as any name a user chose.
  */
 static bool restored_copy(struct archive *ar, int fd, const struct stat *st, char *from,
 			  size_t len)
@@ -617,7 +618,7 @@ static bool restored_copy(struct archive *ar, int fd, const struct stat *st, cha
 	if (strlen(from) != (size_t)n || strchr(from, '/') || from[0] == '.')
 		return false;
 	return !fstatat(ar->dir_fd, from, &ast, AT_SYMLINK_NOFOLLOW) && S_ISREG(ast.st_mode) &&
-	       ast.st_size == st->st_size;
+	       ast.st_size == st->st_size && ast.st_uid == st->st_uid;
 }
 
 static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,

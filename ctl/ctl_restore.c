@@ -449,7 +449,7 @@ static void say_restored(const struct restore *r, const struct archived *a, cons
 	       (int)a->pid, r->dry_run ? "would write" : "wrote", r->map_dir, (int)a->pid, a->name,
 	       start, end, how,
 	       r->dry_run || marked ? "" :
-	       "; not marked as restored (" PERFMAP_RESTORED_XATTR ": only root sets it), so perfmapd will archive it again");
+	       "; not marked as restored (the file system took no " PERFMAP_RESTORED_XATTR " attribute), so perfmapd will archive it again");
 }
 
 /* One line for a pid not restored: "restore PID: PATH: DETAIL[TAIL]". */

@@ -123,11 +123,15 @@ int perfmap__parse_duration(const char *s, uint64_t *out);
 
 /*
  * The extended attribute `perfmapctl restore` sets on a map it put back: the
- * name of the archived map it copied. Only root can set trusted.* names. The
- * agent deletes such a map after its retention, rather than archiving it a
- * second time, while that archived map is still there and the same size.
+ * name of the archived map it copied. The agent deletes such a map after its
+ * retention, rather than archiving it a second time, while that archived map
+ * is still there, the same size and of the same owner. A user.* name, not
+ * trusted.*: the agent runs without CAP_SYS_ADMIN, and trusted.* names are
+ * invisible without it. Whoever may write the map may set it too, and so
+ * have the agent delete that map rather than archive it: no more than such a
+ * writer can do by truncating it.
  */
-#define PERFMAP_RESTORED_XATTR "trusted.perfmapd.restored"
+#define PERFMAP_RESTORED_XATTR "user.perfmapd.restored"
 
 /*
  * The lock and status socket of the agent for @map_dir, which perfmapd

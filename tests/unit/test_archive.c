@@ -823,7 +823,7 @@ static void test_a_restored_map_is_deleted_not_archived_again(void **state)
 	archive__flush(ar);
 	assert_true(archived(110));
 	if (!restore_as_perfmapctl(110, "perf-110-7.map", &st))
-		skip();  /* trusted.* attributes: root, on a file system that has them */
+		skip();  /* a file system without user.* attributes */
 	/* Its retention over, as any exited map: deleted, the archive unchanged. */
 	assert_int_equal(archive__move(ar, 110, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
 	archive__flush(ar);

@@ -114,7 +114,10 @@ start_agent() {
 	AGENT_LOG=$1
 	AGENT_LOGS+=("$1")
 	shift
-	"$BUILD/perfmapd" "$@" >"$AGENT_LOG" 2>&1 &
+	# PERFMAPD_TEST_AGENT_ARGS: options for every agent a suite starts, first (on a
+	# shared host: "--no-mirrors --run-dir DIR", with RUN_DIR=DIR for status_of).
+	# shellcheck disable=SC2086 # words of options
+	"$BUILD/perfmapd" ${PERFMAPD_TEST_AGENT_ARGS:-} "$@" >"$AGENT_LOG" 2>&1 &
 	AGENT_PID=$!
 	if ! wait_for 20 grep -qs "perfmapd: tracking" "$AGENT_LOG"; then
 		say "perfmapd did not start; its log:"

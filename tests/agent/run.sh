@@ -23,12 +23,14 @@ WORK=$(mktemp -d /var/tmp/perfmapd-test.XXXXXX)
 FORKJIT=$BUILD/tests/forkjit
 PIDAT=$BUILD/tests/pidat
 TMP_MAPS=()   # maps made in the real /tmp, removed at exit
+OUT_DIRS=()   # directories made outside $WORK, removed at exit
 cleanup() {
 	cleanup_agent
 	local pid
 	for pid in "${TMP_MAPS[@]}"; do
 		rm -f "/tmp/perf-$pid.map"
 	done
+	[ ${#OUT_DIRS[@]} -eq 0 ] || rm -rf "${OUT_DIRS[@]}"
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -957,6 +959,107 @@ test_lost_symbols() {
 	stop_agent || fail "lost_symbols: perfmapd exited non-zero"
 }
 
+# jit_share DATA: of the samples in DATA whose leaf is JIT code (perf's dso for
+# anonymous code is /tmp/perf-<pid>.map), the percent perf resolves to jit_fn_*
+# names; -1 when there are fewer than 50 of them to judge by.
+jit_share() {
+	perf script -i "$1" -F ip,sym,dso 2>/dev/null |
+		awk '/\(\/tmp\/perf-[0-9]+\.map\)$/ { n++; if ($2 ~ /^jit_fn_/) j++ }
+		     END { if (n < 50) print -1; else printf "%d\n", 100 * j / n }'
+}
+
+# late_run DATA PIDFILE: forkjit in /tmp under perf record (following its
+# child, which runs the JIT code), its pid in PIDFILE.
+late_run() {
+	perf record -q -e cpu-clock:u -o "$1" -- sh -c 'echo $$ >"$1"; exec "$2" --entries 64 --children 1 --run-ms 2000' \
+		late "$2" "$FORKJIT" >/dev/null 2>&1
+}
+
+# gone_to_archive ARCHIVE PID: PID's map left /tmp for the archive, jit_fn_ names and all.
+gone_to_archive() { [ ! -e "/tmp/perf-$2.map" ] && archived "$1" "$2" jit_fn_; }
+
+# The inside of late_report, in a mount namespace whose /tmp is a tmpfs of its own.
+late_report_inside() {
+	local a r=$WORK/run-late data1=$WORK/late1.data data2=$WORK/late2.data pid1 pid2 pct n
+	local RUN_DIR=$r  # status_of asks this agent
+	a=$(mktemp -d /var/tmp/restore-XXXXXX) && OUT_DIRS+=("$a") && mkdir -p "$r" ||
+		{ fail "late_report: no scratch directories"; return; }
+	check "late_report: /tmp is this scenario's own tmpfs" eval '[ "$(stat -f -c %T /tmp)" = tmpfs ] && [ -z "$(ls -A /tmp)" ]' || return
+	start_agent "$WORK/late_report.log" --map-dir /tmp --retention 1s --no-mirrors --run-dir "$r" \
+		--archive-dir "$a" || { fail "late_report: perfmapd did not start on /tmp"; return; }
+
+	# Run 1: the JIT exits; its map stays for the retention, then goes to the archive.
+	late_run "$data1" "$WORK/late1.pid"
+	pid1=$(cat "$WORK/late1.pid")
+	check "late_report: the JIT's map went to the archive after the retention" \
+		wait_for 30 gone_to_archive "$a" "$pid1" || return
+	stop_agent || fail "late_report: perfmapd exited non-zero after SIGTERM"
+	pct=$(jit_share "$data1")
+	say "  before restore: ${pct}% of the JIT samples resolve"
+	check "late_report: before restore the late report does not resolve the JIT samples (${pct}%, at least 50 of them)" \
+		eval "[ $pct -ge 0 ] && [ $pct -lt 10 ]"
+	"$BUILD/perfmapctl" restore --archive-dir "$a" --perf-data "$data1" >"$WORK/late1.restore" 2>&1
+	check "late_report: perfmapctl restore --perf-data exits 0" test $? = 0
+	sed 's/^/    /' "$WORK/late1.restore"
+	check "late_report: it restored the JIT's map" grep -q "^restore $pid1: wrote /tmp/perf-$pid1.map" "$WORK/late1.restore"
+	pct=$(jit_share "$data1")
+	say "  after restore: ${pct}% of the JIT samples resolve"
+	check "late_report: after restore ${pct}% of the JIT samples resolve to jit_fn_* names (want 90)" \
+		test "$pct" -ge 90
+
+	# The agent, back, deletes the restored maps after their retention: the archive holds them.
+	n=$(ls "$a" | grep -c '^perf-')
+	start_agent "$WORK/late_report2.log" --map-dir /tmp --retention 1s --no-mirrors --run-dir "$r" \
+		--archive-dir "$a" || { fail "late_report: perfmapd did not start again"; return; }
+	check "late_report: the restored maps (the JIT's and its child's) are deleted after their retention, not archived again" \
+		wait_for 30 status_ge /tmp restored_dropped 2
+	check "late_report: they left /tmp" wait_for 10 eval '! ls /tmp | grep -q "^perf-"'
+	check "late_report: the archive holds what it held ($n maps)" eval "[ \"\$(ls '$a' | grep -c '^perf-')\" = $n ]"
+
+	# Run 2: by pid.
+	late_run "$data2" "$WORK/late2.pid"
+	pid2=$(cat "$WORK/late2.pid")
+	check "late_report: run 2: the map went to the archive" wait_for 30 gone_to_archive "$a" "$pid2" || return
+	stop_agent || fail "late_report: perfmapd exited non-zero after SIGTERM"
+	pct=$(jit_share "$data2")
+	check "late_report: run 2: before restore ${pct}% resolve" eval "[ $pct -ge 0 ] && [ $pct -lt 10 ]"
+	check "late_report: run 2: perfmapctl restore $pid2 exits 0" \
+		"$BUILD/perfmapctl" restore --archive-dir "$a" "$pid2"
+	pct=$(jit_share "$data2")
+	check "late_report: run 2: after restore by pid ${pct}% resolve (want 90)" test "$pct" -ge 90
+	check "late_report: run 2: a second restore refuses, the map being there" \
+		eval "! '$BUILD/perfmapctl' restore --archive-dir '$a' '$pid2' 2>/dev/null"
+}
+
+# A late perf report: the JIT has exited and the agent archived its map
+# before the report is made; `perfmapctl restore` puts the map back, and the
+# report resolves the JIT's samples after it and not before. perf reads maps
+# only at /tmp, so the scenario runs this script again in a mount namespace of
+# its own with a tmpfs at /tmp, and records the checks it made there.
+test_late_report() {
+	local line
+	command -v perf >/dev/null || { fail "late_report: perf is not installed (Debian: linux-perf)"; return; }
+	if [ -n "${PERFMAPD_LATE_REPORT_INSIDE:-}" ]; then
+		late_report_inside
+		return
+	fi
+	command -v unshare >/dev/null || { fail "late_report: unshare is not installed (util-linux)"; return; }
+	PERFMAPD_LATE_REPORT_INSIDE=1 unshare -m --propagation private \
+		bash -c 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec bash "$@"' late \
+		"$HERE/run.sh" "$BUILD" late_report >"$WORK/late_report.out" 2>&1
+	echo "rc $?" >>"$WORK/late_report.out"
+	while IFS= read -r line; do
+		case $line in
+		"ok: "*) pass "${line#ok: }" ;;
+		"FAIL: "*) fail "${line#FAIL: }" ;;
+		"SKIPPED: late_report: "*) skip "${line#SKIPPED: late_report: }" ;;
+		"rc 0") ;;
+		"rc "*) fail "late_report: the run in its namespace exited ${line#rc }" ;;
+		*) say "  | $line" ;;
+		esac
+	done <"$WORK/late_report.out"
+}
+
 # ---- running them ----
 
 scenario_done() {
@@ -968,5 +1071,6 @@ pick_scenarios "$0" "$@"
 # The unprivileged scenarios run the JIT as nobody: from a place nobody can read.
 JITBIN=$WORK/bin/forkjit
 mkdir -p "$WORK/bin" && cp "$FORKJIT" "$JITBIN" && chmod 755 "$WORK/bin" "$JITBIN" && chmod 711 "$WORK"
-preflight
+# Inside late_report's namespace the suite's preflight has run already, outside.
+[ -n "${PERFMAPD_LATE_REPORT_INSIDE:-}" ] || preflight
 run_scenarios "agent tests"

@@ -367,6 +367,12 @@ static bool live_conflict(const struct restore *r, const struct archived *a, cha
 			 strerror(-err));
 		return true;
 	}
+	/* The very process, but for an exec'd image's map: the image now running did not write it. */
+	if (a->has_ticks && t == a->ticks && a->execd) {
+		snprintf(why, len, "pid %d's process (tick %llu) exec'd since an earlier image of it wrote %s: the image now running could append to the restored map",
+			 (int)a->pid, (unsigned long long)t, a->name);
+		return true;
+	}
 	if (a->has_ticks && t == a->ticks)
 		return false;
 	fmt_time(r->boot_ns + (int64_t)(t / (uint64_t)r->hz) * NS, when, sizeof(when));

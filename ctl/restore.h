@@ -12,6 +12,7 @@ struct archived {
 	char name[128];
 	pid_t pid;
 	bool has_ticks;          /* "perf-<pid>-<ticks>...": the process's start */
+	bool execd;              /* "-exec<ms>": an image the process exec'd away from wrote it */
 	uint64_t ticks;
 	int64_t start_ns;        /* wall clock, from the ticks; INT64_MIN when unknown */
 	int64_t mtime_ns;        /* when the agent archived it: the process lived until before */

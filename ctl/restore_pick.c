@@ -75,7 +75,9 @@ int archived_parse_name(const char *name, struct archived *a)
 	/* Then any of "-exec<ms>", "-c<tag>", "-dup<n>", and ".map". */
 	while (*p == '-') {
 		p++;
-		if (!take_word_number(&p, "exec") && !take_tag(&p) && !take_word_number(&p, "dup"))
+		if (take_word_number(&p, "exec"))
+			a->execd = true;
+		else if (!take_tag(&p) && !take_word_number(&p, "dup"))
 			return -EINVAL;
 	}
 	if (strcmp(p, ".map"))

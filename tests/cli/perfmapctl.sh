@@ -11,7 +11,7 @@ BG=()
 checks=0
 failures=0
 # Every check below is counted; a scenario whose checks stopped running must not look green.
-EXPECTED=110
+EXPECTED=113
 
 R=  # restore's hand-built archive and map directory, in /var/tmp
 cleanup() {
@@ -349,6 +349,11 @@ check "$S: started at another time: exit 1" exits 1 "${RST[@]}" "$L"
 check "$S: refused, naming the live process" out_has "pid $L is held by a live process started at tick $LT"
 check "$S: nothing written" absent "$L"
 rm -f "$A/perf-$L-$((LT + 1)).map"
+archive "perf-$L-$LT-exec99.map" "$NOW" "7f0000006000 10 old_image_fn"
+check "$S: its earlier image's map: exit 1" exits 1 "${RST[@]}" "$L" --start-ticks "$LT"
+check "$S: its earlier image's map: refused, the process exec'd since" out_has "exec'd since an earlier image of it wrote perf-$L-$LT-exec99.map"
+check "$S: its earlier image's map: nothing written" absent "$L"
+rm -f "$A/perf-$L-$LT-exec99.map"
 archive "perf-$L-$LT.map" "$NOW" "7f0000005000 10 same_process_fn"
 check "$S: the very process, no map at its path: exit 0" exits 0 "${RST[@]}" "$L"
 check "$S: the very process: restored" restored "$L" same_process_fn

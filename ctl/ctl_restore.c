@@ -306,7 +306,7 @@ static int scan_archive(struct restore *r)
 	if (!err && errno)
 		err = -errno;
 	closedir(d);
-	if (!err)
+	if (!err && r->n)
 		qsort(r->a, r->n, sizeof(*r->a), by_pid_then_age);
 	return err;
 }

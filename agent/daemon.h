@@ -51,6 +51,7 @@ struct daemon {
 	struct mirrors *mirrors;      /* NULL: --no-mirrors or --dry-run */
 	struct execmap *execmap;      /* NULL: executable mappings from /proc only, or not at all */
 	enum execmap_source exec_src; /* what was chosen */
+	char exec_probe[96];          /* what else this kernel would load (execprobe.c) */
 	uint64_t exec_lost_seen;      /* execmap__lost() when last read: a gap since, /proc fills it */
 	struct jitscan *jitscan;      /* reads /proc/<pid>/maps for the gaps */
 	struct store *store;

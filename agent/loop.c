@@ -273,6 +273,7 @@ static void on_status(struct daemon *d, struct loop *l)
 		.events = d->events, .mw = d->mw, .ar = d->ar,
 		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
 		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
+		.exec_probe = d->exec_probe,
 		.jitscan = d->jitscan,
 	};
 	unsigned int max = instance__budget(d->inst, clock_mono_ns());

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "daemon.h"
+#include "execprobe.h"
 #include "log.h"
 #include "perfmap_tools.h"
 #include "privs.h"
@@ -77,12 +78,14 @@ static void on_exec_map(void *ctx, const struct execmap_rec *rec)
 static int open_exec_maps(struct daemon *d)
 {
 	enum execmap_source want = d->cfg.exec_maps;
+	int perf_err = -ENOENT;
 
 	d->exec_src = EXECMAP_SRC_OFF;
 	if (want == EXECMAP_SRC_OFF || d->cfg.dry_run)
 		return 0;
 	if (want == EXECMAP_SRC_AUTO || want == EXECMAP_SRC_PERF) {
 		d->execmap = execmap__open(EXECMAP_RING_PAGES, on_exec_map, d);
+		perf_err = d->execmap ? 0 : -errno;
 		if (d->execmap) {
 			d->exec_src = EXECMAP_SRC_PERF;
 		} else if (want == EXECMAP_SRC_PERF) {
@@ -95,6 +98,9 @@ static int open_exec_maps(struct daemon *d)
 	}
 	if (d->exec_src == EXECMAP_SRC_OFF)
 		d->exec_src = EXECMAP_SRC_PROCFS;
+	execprobe_describe(d->exec_probe, sizeof(d->exec_probe), perf_err);
+	pr_info("exec maps: from %s, /proc/<pid>/maps for the gaps (this kernel: %s)",
+		execmap_source_name(d->exec_src), d->exec_probe);
 	d->jitscan = jitscan__new(d->exec_src == EXECMAP_SRC_PROCFS);
 	return d->jitscan ? 0 : -ENOMEM;
 }

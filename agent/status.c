@@ -223,6 +223,8 @@ static void report_jit(struct report *r, const struct status_sources *src)
 	uint64_t lost, jits = 0;
 
 	str(r, "exec_mappings_source", src->exec_source);
+	if (src->exec_probe && src->exec_probe[0])
+		str(r, "exec_mappings_probe", src->exec_probe);
 	if (src->execmap) {
 		u64(r, "exec_mappings_cpus", execmap__cpus(src->execmap));
 		u64(r, "exec_mappings_seen", execmap__seen(src->execmap));

@@ -33,6 +33,7 @@ struct status_sources {
 	const char *ns_map_dir;
 	const struct execmap *execmap;   /* NULL: /proc only, or off */
 	const char *exec_source;
+	const char *exec_probe;
 	const struct jitscan *jitscan;   /* NULL: off */
 };
 

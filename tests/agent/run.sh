@@ -920,6 +920,8 @@ test_lost_symbols() {
 		fail "lost_symbols: perfmapd did not start on /tmp"; return; }
 	check "lost_symbols: executable mappings come from perf's mmap reports" \
 		status_is "$d" exec_mappings_source perf-mmap2
+	check "lost_symbols: the probe of other sources is reported" \
+		grep -q "^perfmapd: exec maps: from perf-mmap2, /proc/<pid>/maps for the gaps (this kernel: bpf-lsm=[A-Za-z]* fentry=[A-Za-z]* kprobe=[a-z]* perf-mmap2=ok)" "$AGENT_LOG"
 	# A JIT writing its map where no profiler looks, and one writing it in /tmp.
 	"$FORKJIT" --dir "$other" --entries 8 --hold-ms 8000 & lost=$!
 	"$FORKJIT" --dir /tmp --entries 8 --hold-ms 8000 & named=$!

@@ -16,6 +16,7 @@ struct jitscan {
 	pid_t *pids;
 	size_t n, next, cap;
 	bool periodic;
+	bool again;           /* a pass was asked for while one ran: another follows it */
 	uint64_t last_pass_ns;
 	uint64_t reads, passes;
 };
@@ -54,6 +55,15 @@ static void add_pid(pid_t pid, void *ctx)
 
 void jitscan__pass(struct jitscan *js, const struct policy *p)
 {
+	/*
+	 * Records lost again and again (anyone can map executable pages by the
+	 * million) must not restart a pass forever: it runs to its end first.
+	 */
+	if (js->next < js->n) {
+		js->again = true;
+		return;
+	}
+	js->again = false;
 	js->n = js->next = 0;
 	policy__for_each_pid(p, add_pid, js);
 	js->passes++;
@@ -99,6 +109,8 @@ void jitscan__tick(struct jitscan *js, struct policy *p, uint64_t now_ns)
 	}
 	while (js->next < js->n && done++ < JITSCAN_PER_TICK)
 		read_one(js, p, js->pids[js->next++], now_ns);
+	if (js->again && js->next == js->n)
+		jitscan__pass(js, p);
 }
 
 uint64_t jitscan__reads(const struct jitscan *js)

@@ -192,7 +192,7 @@ agent-test: all $(AGENT_TEST_BINS)
 	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
 
 # The adversarial suite: uid 65534 against the running agent; root.
-security-test: all $(AGENT_TEST_BINS)
+security-test: all $(AGENT_TEST_BINS) $(LOADGEN)
 	@bash tests/security/run.sh $(O) $(SECURITY_TESTS)
 
 # Containers (issue 10): real podman (runc) containers whose root is a

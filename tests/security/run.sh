@@ -607,6 +607,40 @@ test_relist() {
 	stop_agent || fail "relist: perfmapd exited non-zero"
 }
 
+# A flood of executable mappings (issue 11): every mmap of an executable
+# page is a record in the agent's perf rings. The attacker pays a system call
+# per record; the agent reads them at its ticks, a pass over /proc when the
+# rings overflow, never more than one at a time; the victim's copies go on.
+test_exec_flood() {
+	local out t c0 c1 t0 ms pct attacker seen
+	start_sec exec_flood --retention 2s || return
+	check "exec_flood: executable mappings come from the perf rings" \
+		eval '[ "$(status_of "$d" exec_mappings_source)" = perf-mmap2 ]'
+	out=$S/flood.out
+	c0=$(cpu_ticks)
+	t0=$(date +%s%N)
+	as_attacker "$BUILD/loadgen" mmapx 3000000 >"$out" &
+	attacker=$!
+	BG_PIDS+=("$attacker")
+	victim_start 60 25
+	wait "$attacker"
+	c1=$(cpu_ticks)
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	victim_check exec_flood lat 15000
+	seen=$(status_of "$d" exec_mappings_seen)
+	check "exec_flood: the flood was seen (${seen:-0} executable mappings reported, $(status_of "$d" exec_mappings_lost) lost)" \
+		test "${seen:-0}" -ge 100000
+	pct=$(( (c1 - c0) * 1000 * 100 / $(getconf CLK_TCK) / (ms > 0 ? ms : 1) ))
+	check "exec_flood: the agent used $pct% of a core during the flood (< 50%)" test "$pct" -lt 50
+	check "exec_flood: the attacker's JIT code without a map is said once at most" \
+		test "$(grep -c "lost symbols: $attacker " "$AGENT_LOG")" -le 1
+	check "exec_flood: at most one /proc pass runs at a time ($(status_of "$d" exec_mappings_proc_passes) passes)" \
+		eval '[ "$(status_of "$d" exec_mappings_proc_passes)" -le $((ms / 100 + 2)) ]'
+	agent_ok exec_flood
+	log_clean exec_flood
+	stop_agent || fail "exec_flood: perfmapd exited non-zero"
+}
+
 # The status socket (issue 9, item 8): root only; a flood of connections
 # from root does not stop copies.
 test_status_socket() {

@@ -47,6 +47,8 @@ struct ring {
 	int fd;
 	void *base;
 	size_t size;          /* data pages, a power of two */
+	uint64_t mark;        /* execmap__mark(): records up to here are read next */
+	bool marked;
 };
 
 struct execmap {
@@ -113,11 +115,11 @@ static int parse_mmap2(const unsigned char *p, size_t len, struct execmap_rec *o
 	name_len = strnlen(name, len - sizeof(m) - sizeof(sid));
 	if (name_len == len - sizeof(m) - sizeof(sid))
 		return -EINVAL;  /* no NUL: not a record the kernel wrote */
-	if (!(m.prot & 0x4 /* PROT_EXEC */) || !m.len || m.addr + m.len < m.addr)
+	if (!(m.prot & PROT_EXEC) || !m.len || m.addr + m.len < m.addr)
 		return 0;
 	*out = (struct execmap_rec){
 		.pid = (pid_t)m.pid, .addr = m.addr, .len = m.len, .prot = m.prot,
-		.kind = execmap_kind_of(name, name_len, m.flags & 0x01 /* MAP_SHARED */), .ts_ns = sid.time,
+		.kind = execmap_kind_of(name, name_len, m.flags & MAP_SHARED), .ts_ns = sid.time,
 	};
 	return out->kind == EXECMAP_FILE ? 0 : 1;
 }
@@ -276,6 +278,11 @@ static int ring_drain(struct execmap *em, struct ring *r)
 	const unsigned char *data = (const unsigned char *)r->base + em->page;
 	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = pg->data_tail;
+
+	/* What was queued before the process events the caller read since the mark. */
+	if (r->marked && r->mark < head)
+		head = r->mark;
+	r->marked = false;
 	struct perf_event_header h;
 	size_t off, first;
 	int n = 0;
@@ -289,8 +296,12 @@ static int ring_drain(struct execmap *em, struct ring *r)
 			memcpy(&h, data + off, first);
 			memcpy((char *)&h + first, data, sizeof(h) - first);
 		}
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;  /* the kernel writes whole records: not one of them */
+		if (h.size < sizeof(h) || tail + h.size > head) {
+			/* The kernel writes whole records: what is left is not one. */
+			em->bad++;
+			tail = head;
+			break;
+		}
 		if (first >= h.size) {
 			handle(em, data + off, h.size);
 		} else {
@@ -303,6 +314,18 @@ static int ring_drain(struct execmap *em, struct ring *r)
 	}
 	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
 	return n;
+}
+
+void execmap__mark(struct execmap *em)
+{
+	struct perf_event_mmap_page *pg;
+	unsigned int i;
+
+	for (i = 0; i < em->n; i++) {
+		pg = em->rings[i].base;
+		em->rings[i].mark = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+		em->rings[i].marked = true;
+	}
 }
 
 int execmap__consume(struct execmap *em)

@@ -30,11 +30,11 @@ struct execmap_rec {
 enum execmap_source {
 	EXECMAP_SRC_AUTO,     /* perf, else procfs */
 	EXECMAP_SRC_PERF,     /* PERF_RECORD_MMAP2, /proc/<pid>/maps at start and after a loss */
-	EXECMAP_SRC_PROCFS,   /* /proc/<pid>/maps only: at start, after each exec seen */
+	EXECMAP_SRC_PROCFS,   /* /proc/<pid>/maps only: every process, every JITSCAN_PERIOD_NS */
 	EXECMAP_SRC_OFF,
 };
 
-/* "perf", "procfs", "off" */
+/* "perf-mmap2", "procfs", "off" ("auto" before the choice) */
 const char *execmap_source_name(enum execmap_source src);
 
 /*
@@ -57,7 +57,13 @@ struct execmap *execmap__open(unsigned int ring_pages, execmap_fn fn, void *ctx)
 void execmap__free(struct execmap *em);
 /* An epoll fd that is readable when some ring has passed its watermark. */
 int execmap__fd(const struct execmap *em);
-/* Hand every queued record to the callback; the number handed, or -errno. */
+/*
+ * Note where each ring's records end now: the next consume stops there. A
+ * caller reads the process events queued meanwhile in between, so that a
+ * process is in its table before its first mapping is counted.
+ */
+void execmap__mark(struct execmap *em);
+/* Hand every queued record (up to the mark, if one was made) to the callback; the number handed. */
 int execmap__consume(struct execmap *em);
 /* Records the kernel could not queue, since open: a gap that /proc must fill. */
 uint64_t execmap__lost(const struct execmap *em);

@@ -8,14 +8,45 @@
  * lost). Only each line's start address is read: the cost of a copy that
  * leaves nothing out stays a memchr() over the parent's bytes.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "inherit.h"
 #include "procfs.h"
 
+static bool kept(const struct perfmap_vma *v)
+{
+	return !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
+}
+
+/* Only what the lookups need: the kept ranges, neighbours merged, the array shrunk. */
+static void compact(struct perfmap_vmas *vs)
+{
+	struct perfmap_vma *nv;
+	size_t i, n = 0;
+
+	for (i = 0; i < vs->n; i++) {
+		if (!kept(&vs->v[i]))
+			continue;
+		if (n && vs->v[n - 1].hi == vs->v[i].lo)
+			vs->v[n - 1].hi = vs->v[i].hi;
+		else
+			vs->v[n++] = vs->v[i];
+	}
+	vs->n = n;
+	nv = n ? realloc(vs->v, n * sizeof(*nv)) : NULL;
+	if (nv) {
+		vs->v = nv;
+		vs->cap = n;
+	}
+}
+
 void inherit_read(pid_t pid, uint64_t start_ticks, struct inherit *in)
 {
-	in->known = !perfmap__vmas_read(pid, &in->vs) && procfs_is(pid, start_ticks);
+	in->known = !perfmap__vmas_read_max(pid, INHERIT_MAPS_MAX_BYTES, &in->vs) &&
+		    procfs_is(pid, start_ticks);
+	if (in->known)
+		compact(&in->vs);
 }
 
 void inherit_release(struct inherit *in)
@@ -26,12 +57,7 @@ void inherit_release(struct inherit *in)
 
 bool inherit_has(const struct inherit *in, uint64_t addr)
 {
-	const struct perfmap_vma *v;
-
-	if (!in->known)
-		return true;
-	v = perfmap__vmas_find(&in->vs, addr);
-	return v && !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
+	return !in->known || perfmap__vmas_find(&in->vs, addr);
 }
 
 bool inherit_line_start(const char *p, const char *end, uint64_t *start)

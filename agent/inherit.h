@@ -9,8 +9,15 @@
 
 #include "perfmap_tools.h"
 
+/*
+ * A child's /proc/<pid>/maps is read up to this many bytes (some 16,000
+ * mappings, a few milliseconds): past it, every entry is kept. The child is
+ * its owner's process, and its owner chooses how many mappings it has.
+ */
+#define INHERIT_MAPS_MAX_BYTES (1u << 20)
+
 struct inherit {
-	struct perfmap_vmas vs;
+	struct perfmap_vmas vs;   /* only the ranges whose entries are kept, merged */
 	bool known;        /* false: its mappings could not be read; every entry is kept */
 };
 

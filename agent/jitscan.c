@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "clock.h"
 #include "jitscan.h"
 #include "perfmap_tools.h"
 #include "procfs.h"
@@ -101,13 +102,15 @@ release:
 
 void jitscan__tick(struct jitscan *js, struct policy *p, uint64_t now_ns)
 {
+	uint64_t t0 = clock_mono_ns();
 	unsigned int done = 0;
 
 	if (js->periodic && js->next == js->n && now_ns - js->last_pass_ns >= JITSCAN_PERIOD_NS) {
 		js->last_pass_ns = now_ns;
 		jitscan__pass(js, p);
 	}
-	while (js->next < js->n && done++ < JITSCAN_PER_TICK)
+	while (js->next < js->n && done++ < JITSCAN_PER_TICK &&
+	       clock_mono_ns() - t0 < JITSCAN_TICK_NS)
 		read_one(js, p, js->pids[js->next++], now_ns);
 	if (js->again && js->next == js->n)
 		jitscan__pass(js, p);

@@ -7,8 +7,14 @@
 
 #include "policy.h"
 
-/* /proc/<pid>/maps reads per tick at most: a pass never holds the loop long. */
+/*
+ * /proc/<pid>/maps reads per tick at most, and the time they may take: a
+ * pass never holds the loop long, whatever mappings a user's processes have
+ * (a read of 60,000 takes some 20 ms; the one that passes the bound ends
+ * the tick's share).
+ */
 #define JITSCAN_PER_TICK 64
+#define JITSCAN_TICK_NS (5ull * 1000000)
 /* With /proc as the only source, a pass over every process this often at most. */
 #define JITSCAN_PERIOD_NS (10000ull * 1000000)
 

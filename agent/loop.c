@@ -185,8 +185,10 @@ static void watch_status(struct daemon *d, struct loop *l, bool on)
 
 /*
  * The kernel's mmap reports, after the process events queued before them:
- * a new process is in the table before its first code is counted. Records
- * the ring lost leave a gap that a pass over /proc fills.
+ * the rings' ends are marked first, then the process events read, then the
+ * reports up to the marks, so a new process is in the table before its
+ * first code is counted. Records the ring lost leave a gap that a pass over
+ * /proc fills.
  */
 static void read_exec_maps(struct daemon *d)
 {
@@ -194,6 +196,7 @@ static void read_exec_maps(struct daemon *d)
 
 	if (!d->execmap)
 		return;
+	execmap__mark(d->execmap);
 	catch_up(d);
 	execmap__consume(d->execmap);
 	lost = execmap__lost(d->execmap);

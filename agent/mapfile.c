@@ -241,31 +241,66 @@ static bool inherited_has(void *ctx, uint64_t start, uint64_t size)
 }
 
 /*
+ * The next chunk of whole lines of [@lo, @hi) of @fd in @buf: their length,
+ * in *@whole, and the bytes consumed (0 at the end, or -errno). A run longer
+ * than the buffer without a newline is no line anyone reads: it is passed
+ * over up to its end, never judged or written in pieces.
+ */
+static ssize_t next_lines(int fd, off_t lo, off_t hi, char *buf, size_t cap, bool *skipping,
+			  size_t *whole)
+{
+	ssize_t n = pread(fd, buf, (size_t)(hi - lo) < cap ? (size_t)(hi - lo) : cap, lo);
+	char *nl, *first;
+
+	*whole = 0;
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
+	nl = memrchr(buf, '\n', (size_t)n);
+	if (!nl) {
+		*skipping = true;
+		return n;
+	}
+	if (*skipping) {
+		/* The rest of the long run, up to its newline, is not a line. */
+		first = memchr(buf, '\n', (size_t)n);
+		*skipping = false;
+		memmove(buf, first + 1, (size_t)(nl - first));
+		*whole = (size_t)(nl - first);
+		return n - (buf + n - (nl + 1));
+	}
+	*whole = (size_t)(nl - buf) + 1;
+	return (ssize_t)*whole;
+}
+
+/*
  * The lines of [@lo, @hi) of @fd into @dst, but those naming memory @in
  * lacks: the parent's bytes otherwise, as copy_raw() leaves them. A line the
- * stretch's end cuts is no line. 0 or -errno.
+ * stretch's end cuts is no line. Written behind, a chunk at a time, and
+ * stopped when the gate says so. 0 or -errno.
  */
 static int filter_stretch(int fd, off_t lo, off_t hi, int dst, const struct inherit *in,
-			  char *buf, size_t cap, long *left_out, uint64_t *written)
+			  const struct copy_gate *gate, char *buf, long *left_out,
+			  uint64_t *written)
 {
+	struct write_behind wb = { .on = gate != NULL };
+	bool skipping = false;
 	size_t whole, kept;
 	ssize_t n;
-	char *nl;
 	int err;
 
 	while (lo < hi) {
-		n = pread(fd, buf, (size_t)(hi - lo) < cap ? (size_t)(hi - lo) : cap, lo);
+		if (gate && gate->stopped && gate->stopped(gate->arg))
+			return -ECANCELED;
+		n = next_lines(fd, lo, hi, buf, COPY_READ_BUF, &skipping, &whole);
 		if (n <= 0)
-			return n < 0 ? -errno : 0;
-		nl = memrchr(buf, '\n', (size_t)n);
-		/* A line longer than the buffer is no entry anyone reads: past it. */
-		whole = nl ? (size_t)(nl - buf) + 1 : (size_t)n;
-		kept = nl ? inherit_filter(in, buf, whole, left_out) : 0;
+			return (int)n;
+		kept = inherit_filter(in, buf, whole, left_out);
 		err = perfmap__write_all(dst, buf, kept);
 		if (err)
 			return err;
+		write_behind(&wb, dst, (off_t)*written, (off_t)kept);
 		*written += kept;
-		lo += (off_t)whole;
+		lo += n;
 	}
 	return 0;
 }
@@ -292,9 +327,7 @@ static off_t copy_filtered(int parent_fd, uint64_t limit, uint64_t max_data, int
 	while (!err && next_data(parent_fd, off, end, &lo, &hi)) {
 		read += hi - lo;
 		err = max_data && read > max_data ? -EFBIG :
-		      gate && gate->stopped && gate->stopped(gate->arg) ? -ECANCELED :
-		      filter_stretch(parent_fd, lo, hi, dst_fd, in, buf, COPY_READ_BUF, left_out,
-				     written);
+		      filter_stretch(parent_fd, lo, hi, dst_fd, in, gate, buf, left_out, written);
 		off = hi;
 	}
 	free(buf);
@@ -304,29 +337,35 @@ static off_t copy_filtered(int parent_fd, uint64_t limit, uint64_t max_data, int
 /*
  * Does the parent's map name memory the child lacks? Only each line's start
  * address is read, and the first such line ends the look: most children
- * inherited everything, and their copy stays the cheap one. 1, 0, -errno.
+ * inherited everything, and their copy stays the cheap one. 1, 0, or -errno
+ * (-EFBIG past @max_data bytes of data, as the copy itself would).
  */
-static int names_other(int fd, off_t limit, const struct inherit *in)
+static int names_other(int fd, off_t limit, uint64_t max_data, const struct inherit *in)
 {
 	char *buf = malloc(COPY_READ_BUF);
 	off_t off = 0, lo, hi;
+	uint64_t read = 0;
+	bool skipping;
+	size_t whole;
 	ssize_t n;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	while (!ret && next_data(fd, off, limit, &lo, &hi)) {
+		read += hi - lo;
+		if (max_data && read > max_data) {
+			ret = -EFBIG;
+			break;
+		}
+		skipping = false;
 		for (off = lo; !ret && off < hi; off += n) {
-			n = pread(fd, buf, (size_t)(hi - off) < COPY_READ_BUF ? (size_t)(hi - off) :
-					   COPY_READ_BUF, off);
+			n = next_lines(fd, off, hi, buf, COPY_READ_BUF, &skipping, &whole);
 			if (n <= 0) {
-				ret = n < 0 ? -errno : 0;
+				ret = (int)n;
 				break;
 			}
-			/* A line cut by the buffer's end is read whole the next time round. */
-			if (n == COPY_READ_BUF && memrchr(buf, '\n', (size_t)n))
-				n = (char *)memrchr(buf, '\n', (size_t)n) - buf + 1;
-			ret = inherit_names_other(in, buf, (size_t)n);
+			ret = inherit_names_other(in, buf, whole);
 		}
 		off = hi;
 	}
@@ -531,13 +570,16 @@ static off_t fill_copy(int pfd, const struct stat *pst, const struct copy_req *r
 
 	inherit_read(rq->child, rq->child_start_ticks, &in);
 	res->unfiltered = !in.known;
-	n = in.known ? names_other(pfd, pst->st_size, &in) : 0;
+	n = in.known ? names_other(pfd, pst->st_size, rq->max_data, &in) : 0;
 	if (n < 0) {
 		end = n;
 		goto release;
 	}
-	/* Whole lines up to the size now: the parent may be appending as we read. */
-	/* Off the loop (gated), a copy may be large: written behind. */
+	/*
+	 * Whole lines up to the size now (the parent may be appending as we
+	 * read), as they are when the child inherited all they name. Off the
+	 * loop (gated), a copy may be large: written behind.
+	 */
 	if (!n) {
 		end = copy_raw(pfd, pst->st_size, rq->max_data, fd, gate, &res->bytes);
 		goto release;

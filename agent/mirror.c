@@ -58,7 +58,7 @@ static void close_mirror(struct mirrors *m, struct mirror *mi)
 		u->waiting--;
 	pidmap_remove(&mi->dir->by_name, mi->ns_pid);
 	pidmap_remove(&m->by_pid, mi->pid);
-	mirror__copy_free(mi);
+	mirror__copy_free(m, mi);
 	mirror__close_source(m, mi);
 	if (mi->dst_fd >= 0)
 		close(mi->dst_fd);
@@ -375,7 +375,7 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	if (!mi)
 		return -ENOENT;
 	/* A copy still being made at the exec is the old image's business: stopped. */
-	mirror__copy_free(mi);
+	mirror__copy_free(m, mi);
 	mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
 	err = mirror__dest_info(mi, mi_out);
 	if (!err) {

@@ -36,6 +36,9 @@
 /* A waiting mirror looks for its map again this often, besides inotify. */
 #define RETRY_NS (5ull * 1000000000)
 
+/* Copies in progress that hold their child's mappings (up to 1 MiB of /proc text each); the rest copy all. */
+#define NS_INHERIT_HELD 16
+
 /* A fork copy in progress: the parent's entries, a bounded part each tick. */
 struct ns_copy {
 	int src_fd;                  /* the parent's map (a dup) */
@@ -100,6 +103,7 @@ struct mirrors {
 	size_t poll_bucket;          /* where the last tick's polls stopped */
 	size_t open;                 /* mirrors holding their source open */
 	char *buf;                   /* PASS_BYTES */
+	unsigned int inherit_held;   /* copies in progress holding their child's mappings */
 	struct mirror_stats stats;
 };
 
@@ -139,7 +143,7 @@ void mirror__remember(struct mirror *mi);
 /* mirror_ns.c */
 /* A fork copy's next part, at most @cap bytes: bytes written (0: none now, or done). */
 size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns);
-void mirror__copy_free(struct mirror *mi);
+void mirror__copy_free(struct mirrors *m, struct mirror *mi);
 /* Exec: the map in its directory only the fork's copy, unwritten? Removed there (true). */
 bool mirror__drop_copy(struct mirrors *m, struct mirror *mi);
 /* Pid reuse in its directory: true when the file was an ended process's and is gone (@fd unused). */

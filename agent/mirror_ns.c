@@ -86,13 +86,15 @@ static bool unlink_unwritten(struct mirror *mi, const char *name, int fd, const 
 
 /* ---- fork copies ---- */
 
-void mirror__copy_free(struct mirror *mi)
+void mirror__copy_free(struct mirrors *m, struct mirror *mi)
 {
 	if (!mi->copy)
 		return;
 	close(mi->copy->src_fd);
 	if (mi->copy->dst_fd != mi->dst_fd)
 		close(mi->copy->dst_fd);
+	if (mi->copy->in.known)
+		m->inherit_held--;
 	inherit_release(&mi->copy->in);
 	free(mi->copy);
 	mi->copy = NULL;
@@ -142,7 +144,7 @@ size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint6
 	if (c->off < c->end)
 		return whole;
 done:
-	mirror__copy_free(mi);
+	mirror__copy_free(m, mi);
 	return 0;
 }
 
@@ -218,7 +220,13 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		return -ENOMEM;
 	c->src_fd = fcntl(parent->src_fd, F_DUPFD_CLOEXEC, 0);
 	c->end = (uint64_t)st.st_size;
-	inherit_read(rq->pid, rq->start_ticks, &c->in);
+	/* Each copy in progress holds its child's mappings: a few at a time. */
+	if (m->inherit_held < NS_INHERIT_HELD) {
+		inherit_read(rq->pid, rq->start_ticks, &c->in);
+		m->inherit_held += c->in.known;
+	}
+	if (!c->in.known)
+		m->stats.ns_copies_unfiltered++;
 	c->parent = parent_pid;
 	child->mode = st.st_mode & 0666;
 	if (c->src_fd < 0) {
@@ -273,6 +281,8 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 close_src:
 	close(c->src_fd);
 free_copy:
+	if (c->in.known)
+		m->inherit_held--;
 	inherit_release(&c->in);
 	free(c);
 	return err;
@@ -289,7 +299,7 @@ bool mirror__drop_copy(struct mirrors *m, struct mirror *mi)
 	    st.st_dev != mi->copy_dev || st.st_ino != mi->copy_ino ||
 	    (uint64_t)st.st_size != mi->copy_size)
 		return false;
-	mirror__copy_free(mi);
+	mirror__copy_free(m, mi);
 	map_name(mi->ns_pid, name, sizeof(name));
 	if (!unlink_unwritten(mi, name, mi->src_fd, &st))
 		return false;

@@ -263,7 +263,7 @@ void mirror__drop_dest(struct mirrors *m, struct mirror *mi)
 	struct stat st;
 
 	/* A copy into it (the map dir's case) shares its fd: gone first. */
-	mirror__copy_free(mi);
+	mirror__copy_free(m, mi);
 	if (mi->dst_fd < 0)
 		return;
 	map_name(mi->pid, name, sizeof(name));

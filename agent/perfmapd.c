@@ -89,11 +89,11 @@ static int open_exec_maps(struct daemon *d)
 		if (d->execmap) {
 			d->exec_src = EXECMAP_SRC_PERF;
 		} else if (want == EXECMAP_SRC_PERF) {
-			pr_err("exec maps: perf events: %s", strerror(errno));
-			return -errno;
+			pr_err("exec maps: perf events: %s", strerror(-perf_err));
+			return perf_err;
 		} else {
 			pr_warn("exec maps: perf events cannot be opened (%s): /proc/<pid>/maps is read every %llus instead",
-				strerror(errno), JITSCAN_PERIOD_NS / 1000000000ull);
+				strerror(-perf_err), JITSCAN_PERIOD_NS / 1000000000ull);
 		}
 	}
 	if (d->exec_src == EXECMAP_SRC_OFF)

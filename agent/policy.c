@@ -388,11 +388,10 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 		policy__settle_copy(p, pr, "exec'd", now_ns);
 	}
 	pr = track(p, ev);
-	if (pr)
-		policy__jit_exec(p, pr);
 	if (!pr)
 		return;
 	pr->retry_until_ns = 0;
+	policy__jit_exec(p, pr);
 	/* A new image owns no map yet, and has judged none. */
 	pr->own_ino = 0;
 	pr->not_own_ino = 0;
@@ -629,7 +628,9 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	/* The burst is saved up from the start: a new agent lets a prefork burst through. */
 	p->copy_budget = budget__new(cfg->copy_rate, cfg->copy_burst);
 	p->loop_budget = budget__new(cfg->loop_copy_rate, cfg->loop_copy_rate);
-	if (!p->retained || !p->copy_budget || !p->loop_budget || proctab_init(&p->procs)) {
+	p->lost_lines = budget__new(LOST_LINES_RATE, LOST_LINES_BURST);
+	if (!p->retained || !p->copy_budget || !p->loop_budget || !p->lost_lines ||
+	    proctab_init(&p->procs)) {
 		policy__free(p);
 		return NULL;
 	}
@@ -644,6 +645,7 @@ void policy__free(struct policy *p)
 	retention__free(p->retained);
 	budget__free(p->copy_budget);
 	budget__free(p->loop_budget);
+	budget__free(p->lost_lines);
 	free(p);
 }
 
@@ -679,10 +681,11 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 		queue_orphan(p, pid);
 		return;
 	}
-	if (pr->jit_state == JIT_LOST && !look(p, pid, 0, &mi) && !mi.refused)
+	if (look(p, pid, 0, &mi))
+		return;
+	if (pr->jit_state == JIT_LOST && !mi.refused)
 		policy__jit_named(p, pr);
-	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) || look(p, pid, 0, &mi) ||
-	    copied_here(pr, &mi))
+	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) || copied_here(pr, &mi))
 		return;
 	/* Put there by another user after the claim, before the runtime opens the path. */
 	if (policy__squatted(pr, &mi, pr->image, NULL)) {

@@ -117,6 +117,7 @@ struct policy_stats {
 	uint64_t jit_watch_dropped;    /* processes not judged: JIT_QUEUE were waiting */
 	uint64_t lost_symbols_total;   /* processes found running JIT code with no map (said once each) */
 	uint64_t lost_symbols_named;   /* ...whose map appeared later */
+	uint64_t lost_symbols_unsaid;  /* ...not said: their uid's lines were spent */
 };
 
 /* ---- the policy ---- */
@@ -162,7 +163,6 @@ const struct policy_stats *policy__stats(const struct policy *p);
 size_t policy__processes(const struct policy *p);
 /* Exited processes' maps waiting at their paths. */
 size_t policy__retained(const struct policy *p);
-/* Calls @fn for every tracked process of ours (not foreign). */
 /*
  * A runtime maps its first code before it names it: a process is judged to
  * run JIT code without a map only this long after its first region.
@@ -192,6 +192,7 @@ struct policy_jit {
 /* Processes with JIT code, to @fn; the number with no map now in @lost. */
 void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
 			  void *ctx, uint64_t *lost);
+/* Calls @fn for every tracked process of ours (not foreign). */
 void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
 #endif /* PERFMAPD_POLICY_H */

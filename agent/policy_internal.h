@@ -43,6 +43,13 @@ struct copy_fault {
  * processes with executable memory); more are counted and not judged.
  */
 #define JIT_QUEUE 4096
+/*
+ * Anyone can exec small programs that map executable memory, each said to
+ * lose its symbols: past LOST_LINES_BURST lines of one uid, one a second;
+ * the rest are counted (lost_symbols_unsaid), not said.
+ */
+#define LOST_LINES_RATE 1
+#define LOST_LINES_BURST 64
 
 struct jit_watch {
 	pid_t pid;
@@ -57,6 +64,7 @@ struct policy {
 	struct retention *retained;
 	struct budget *copy_budget;   /* bytes of copies per uid */
 	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
+	struct budget *lost_lines;    /* "lost symbols" lines per uid (policy_jit.c) */
 	uint64_t tickets;             /* of copies sent to the worker */
 	struct policy_stats stats;
 	struct copy_fault copy_fault;
@@ -161,12 +169,6 @@ static inline bool policy__squatted(const struct proc *pr, const struct map_info
 	return known && same_file(mi, known->dev, known->ino) && known->seen_ns < change.lo;
 }
 
-/* ---- policy_judge.c ---- */
-
-/*
- * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
- * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
- */
 /* ---- policy_jit.c ---- */
 
 /* A new image has none of the old one's code. */
@@ -200,6 +202,12 @@ bool policy__ns_exec(struct policy *p, struct proc *pr, const struct policy_even
 /* Exit of a mirrored process: its mirror stays for the retention, as a host map would. */
 void policy__ns_end(struct policy *p, struct proc *pr, uint64_t now_ns);
 
+/* ---- policy_judge.c ---- */
+
+/*
+ * Who wrote @mi, the map at @pid's path, whose holder changed at @change: an
+ * exec, or a new process at the pid. (@pid, @start_ticks) is the holder now.
+ */
 void policy__judge(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
 		   struct span change, const struct known_file *known, enum mappings_of mappings,
 		   struct judgement *j);

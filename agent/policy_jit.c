@@ -32,6 +32,7 @@ static void watch(struct policy *p, struct proc *pr, uint64_t now_ns)
 	w = &p->jit_q[(p->jit_head + p->jit_len++) % JIT_QUEUE];
 	*w = (struct jit_watch){ pr->tgid, pr->start_ticks, now_ns + JIT_GRACE_NS };
 	pr->jit_state = JIT_WATCH;
+	pr->jit_due_ns = w->due_ns;
 }
 
 void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns)
@@ -73,8 +74,9 @@ void policy__exec_mappings_found(struct policy *p, pid_t pid, uint64_t start_tic
 void policy__jit_exec(struct policy *p, struct proc *pr)
 {
 	(void)p;
-	/* A watch still queued for the old image finds JIT_NONE and lets go. */
+	/* A watch still queued for the old image is not the new one's (jit_due_ns): let go. */
 	pr->jit_bytes = pr->memfd_bytes = 0;
+	pr->jit_due_ns = 0;
 	pr->jit_regions = 0;
 	pr->jit_state = JIT_NONE;
 }
@@ -105,7 +107,7 @@ static void say_lost(struct policy *p, const struct proc *pr)
 }
 
 /* The grace of @pr is over: has it a map? */
-static void judge(struct policy *p, struct proc *pr)
+static void judge(struct policy *p, struct proc *pr, uint64_t now_ns)
 {
 	struct map_info mi;
 
@@ -120,7 +122,10 @@ static void judge(struct policy *p, struct proc *pr)
 	}
 	pr->jit_state = JIT_LOST;
 	p->stats.lost_symbols_total++;
-	say_lost(p, pr);
+	if (budget__take(p->lost_lines, pr->uid, 1, now_ns))
+		say_lost(p, pr);
+	else
+		p->stats.lost_symbols_unsaid++;
 }
 
 void policy__jit_tick(struct policy *p, uint64_t now_ns)
@@ -135,9 +140,10 @@ void policy__jit_tick(struct policy *p, uint64_t now_ns)
 		p->jit_head = (p->jit_head + 1) % JIT_QUEUE;
 		p->jit_len--;
 		pr = proctab_find(&p->procs, w->pid);
-		if (!pr || pr->start_ticks != w->start_ticks || pr->jit_state != JIT_WATCH)
+		if (!pr || pr->start_ticks != w->start_ticks || pr->jit_state != JIT_WATCH ||
+		    pr->jit_due_ns != w->due_ns)
 			continue;
-		judge(p, pr);
+		judge(p, pr, now_ns);
 	}
 }
 

@@ -53,6 +53,7 @@ struct proc {
 	uint64_t memfd_bytes;      /* memfd-backed executable: perf never looks these up in a map */
 	uint32_t jit_regions;
 	uint8_t jit_state;         /* enum jit_state */
+	uint64_t jit_due_ns;       /* its watch's: one queued for an earlier image is not it */
 	char comm[LOG_COMM_LEN];     /* escaped, as the event had it */
 };
 

@@ -178,6 +178,7 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "ns_copies_dropped", ms->ns_copies_dropped);
 	u64(r, "ns_copies_appended", ms->ns_copies_appended);
 	u64(r, "ns_copy_entries_left_out", ms->ns_copy_entries_left_out);
+	u64(r, "ns_copies_unfiltered", ms->ns_copies_unfiltered);
 	u64(r, "mirrors_cut_at_exit", ms->cut_at_exit);
 	u64(r, "ns_stale_removed", ms->ns_stale_removed);
 	u64(r, "ns_stale_skipped", ms->ns_stale_skipped);
@@ -239,6 +240,7 @@ static void report_jit(struct report *r, const struct status_sources *src)
 	u64(r, "lost_symbol_processes", lost);
 	u64(r, "lost_symbols_total", s->lost_symbols_total);
 	u64(r, "lost_symbols_named_later", s->lost_symbols_named);
+	u64(r, "lost_symbols_unsaid", s->lost_symbols_unsaid);
 	u64(r, "jit_regions_seen", s->jit_regions_seen);
 	u64(r, "jit_regions_unknown_process", s->jit_unknown);
 	u64(r, "jit_watch_dropped", s->jit_watch_dropped);

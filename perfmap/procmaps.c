@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,16 +157,27 @@ static int vmas_push(struct perfmap_vmas *vs, const struct perfmap_vma *v)
 
 /*
  * The kernel lists mappings in address order, but a list read in several
- * read() calls is several looks at a changing address space: a mapping
- * that grew down between two calls can start before the end of the last
- * one listed. The newer look is dropped, so the list stays sorted and
- * disjoint, which the binary search needs.
+ * read() calls (some 60 lines each) is several looks at a changing address
+ * space: a mapping that grew down, or merged with the one listed last (an
+ * mprotect() that made two neighbours alike), starts before the end of the
+ * last one listed. Its part past that end is kept: dropping it would lose
+ * live memory (and a fork copy the entries naming it); the list stays
+ * sorted and disjoint, which the binary search needs.
  */
 static int vmas_add(struct perfmap_vmas *vs, const struct perfmap_vma *v)
 {
-	if (vs->n && v->lo < vs->v[vs->n - 1].hi)
+	struct perfmap_vma tail;
+	uint64_t last;
+
+	if (!vs->n || v->lo >= vs->v[vs->n - 1].hi)
+		return vmas_push(vs, v);
+	last = vs->v[vs->n - 1].hi;
+	if (v->hi <= last)
 		return 0;
-	return vmas_push(vs, v);
+	tail = *v;
+	tail.pgoff += last - v->lo;
+	tail.lo = last;
+	return vmas_push(vs, &tail);
 }
 
 long perfmap__vmas_parse_buf(struct perfmap_vmas *vs, const char *buf, size_t len)
@@ -186,7 +198,12 @@ long perfmap__vmas_parse_buf(struct perfmap_vmas *vs, const char *buf, size_t le
 
 int perfmap__vmas_read_fd(int fd, struct perfmap_vmas *out)
 {
-	size_t have = 0;
+	return perfmap__vmas_read_fd_max(fd, SIZE_MAX, out);
+}
+
+int perfmap__vmas_read_fd_max(int fd, size_t max_bytes, struct perfmap_vmas *out)
+{
+	size_t have = 0, total = 0;
 	ssize_t n;
 	long used;
 	char *buf;
@@ -210,6 +227,11 @@ int perfmap__vmas_read_fd(int fd, struct perfmap_vmas *out)
 			break;
 		}
 		have += (size_t)n;
+		total += (size_t)n;
+		if (total > max_bytes) {
+			err = -E2BIG;
+			break;
+		}
 		used = perfmap__vmas_parse_buf(out, buf, have);
 		if (used < 0) {
 			err = (int)used;
@@ -228,6 +250,11 @@ int perfmap__vmas_read_fd(int fd, struct perfmap_vmas *out)
 
 int perfmap__vmas_read(pid_t pid, struct perfmap_vmas *out)
 {
+	return perfmap__vmas_read_max(pid, SIZE_MAX, out);
+}
+
+int perfmap__vmas_read_max(pid_t pid, size_t max_bytes, struct perfmap_vmas *out)
+{
 	char path[64];
 	int fd, err;
 
@@ -235,7 +262,7 @@ int perfmap__vmas_read(pid_t pid, struct perfmap_vmas *out)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	err = perfmap__vmas_read_fd(fd, out);
+	err = perfmap__vmas_read_fd_max(fd, max_bytes, out);
 	close(fd);
 	return err;
 }

@@ -191,6 +191,9 @@ int perfmap__vma_parse_path(const char *line, size_t len, struct perfmap_vma *ou
  */
 int perfmap__vmas_read(pid_t pid, struct perfmap_vmas *out);
 int perfmap__vmas_read_fd(int fd, struct perfmap_vmas *out);
+/* The same, but -E2BIG once more than @max_bytes of the file were read: a bounded cost. */
+int perfmap__vmas_read_max(pid_t pid, size_t max_bytes, struct perfmap_vmas *out);
+int perfmap__vmas_read_fd_max(int fd, size_t max_bytes, struct perfmap_vmas *out);
 /*
  * The complete lines of @buf (@len bytes) appended to @vs; the bytes used
  * (a last line without a newline is left), or -errno. No system calls.

@@ -368,6 +368,41 @@ static void test_entries_of_memory_not_inherited_are_left_out(void **state)
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED);
 }
 
+/* A run longer than the read buffer is no line: never judged or written in pieces. */
+static void test_filtered_copy_never_writes_part_of_a_long_run(void **state)
+{
+	const char *tail = "200000000 10 freed_code\n100002000 10 after_the_run\n";
+	size_t run = 600 << 10, len;
+	char *text, *junk;
+	int fd;
+
+	(void)state;
+	make_parent(false);
+	fd = open(tu_map_path(dir, PARENT), O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	junk = malloc(run + 1);
+	assert_non_null(junk);
+	/* Hex digits and spaces: every piece of it would read as an entry. */
+	memset(junk, ' ', run);
+	memcpy(junk + (300 << 10), "100001000 10 a_piece_of_the_run", 31);
+	junk[run] = '\n';
+	assert_int_equal(write(fd, junk, run + 1), (ssize_t)run + 1);
+	assert_int_equal(write(fd, tail, strlen(tail)), (ssize_t)strlen(tail));
+	free(junk);
+	close(fd);
+	parent_map.size += run + 1 + strlen(tail);
+	parent_map.disk_bytes = parent_map.size;
+	open_copier(1, 4);
+	assert_int_equal(copier__submit(C, &rq, COPY_OP_CREATE, 10), 0);
+	wait_done();
+	assert_int_equal(done.err, 0);
+	assert_int_equal(done.res.left_out, 1);
+	text = tu_read(tu_map_path(dir, getpid()), &len);
+	assert_non_null(text);
+	assert_string_equal(text, HEAD TAIL "100002000 10 after_the_run\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +415,7 @@ int main(void)
 		T(test_copy_of_a_replaced_parent_map_is_refused),
 		T(test_settling_a_running_copy_shows_all_or_nothing),
 		T(test_entries_of_memory_not_inherited_are_left_out),
+		T(test_filtered_copy_never_writes_part_of_a_long_run),
 #undef T
 	};
 

@@ -582,6 +582,8 @@ static void test_dry_run_decides_and_changes_nothing(void **state)
 
 /* ---- JIT code without a map (policy_jit.c) ---- */
 
+#define LOST_LINES_BURST_TEST 64  /* policy_internal.h's LOST_LINES_BURST */
+
 struct jit_seen {
 	pid_t pid;
 	bool lost;
@@ -669,6 +671,37 @@ static void test_jit_code_of_an_old_image_is_forgotten_at_exec(void **state)
 	/* Code of an unknown process (its fork not read): counted, not judged. */
 	policy__exec_mapping(P, 99, 4096, false, 10 * SEC);
 	assert_int_equal(stats()->jit_unknown, 1);
+}
+
+/* A launcher with JIT code execs a runtime: the runtime has its own grace. */
+static void test_jit_grace_of_a_new_image_is_its_own(void **state)
+{
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 10, 4096, false, 2 * SEC);
+	exec_at(10, 1 * SEC, 3 * SEC);
+	policy__exec_mapping(P, 10, 8192, false, 3 * SEC + SEC / 2);
+	/* The old image's watch comes due: not the new image's. */
+	tick(2 * SEC + JIT_GRACE_NS);
+	tick(3 * SEC + SEC / 2 + JIT_GRACE_NS - 1);
+	assert_int_equal(stats()->lost_symbols_total, 0);
+	tick(3 * SEC + SEC / 2 + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+}
+
+/* One uid's lines are bounded: the rest counted, not said. */
+static void test_lost_symbols_lines_are_bounded_per_uid(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	for (pid = 100; pid < 100 + LOST_LINES_BURST_TEST + 10; pid++) {
+		fork_at(pid, 1, 1 * SEC, 0);
+		policy__exec_mapping(P, pid, 4096, false, 2 * SEC);
+	}
+	tick(2 * SEC + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, LOST_LINES_BURST_TEST + 10);
+	assert_int_equal(stats()->lost_symbols_unsaid, 10);
 }
 
 static void test_jit_code_found_in_proc_is_judged_too(void **state)
@@ -2361,6 +2394,8 @@ int main(void)
 		T(test_jit_code_with_a_map_is_not_lost),
 		T(test_jit_code_of_an_old_image_is_forgotten_at_exec),
 		T(test_jit_code_found_in_proc_is_judged_too),
+		T(test_jit_grace_of_a_new_image_is_its_own),
+		T(test_lost_symbols_lines_are_bounded_per_uid),
 		T(test_jit_code_in_an_unmirrored_namespace_is_not_judged),
 		T(test_foreign_namespace_is_left_alone),
 		T(test_ns_process_whose_map_is_ours_is_a_host_process),

@@ -166,19 +166,26 @@ static void test_read_fd(void **state)
 	assert_null(perfmap__vmas_find(&vs, 0x1000));
 }
 
-/* An overlapping later line (a mapping that grew between two reads) is dropped. */
+/*
+ * An overlapping later line (a mapping that grew or merged with the last
+ * one listed between two reads): its part past the last one is kept, live
+ * memory never lost; one wholly inside it adds nothing.
+ */
 static void test_keeps_order(void **state)
 {
 	static const char text[] =
 		"1000-3000 r-xp 00000000 00:00 0 \n"
-		"2000-4000 r-xp 00000000 00:00 0 \n"
+		"2000-4000 r-xp 00001000 00:00 0 \n"
+		"2800-3800 r-xp 00000000 00:00 0 \n"
 		"4000-5000 r-xp 00000000 00:00 0 \n";
 	struct perfmap_vmas vs = { 0 };
 
 	(void)state;
 	assert_int_equal(perfmap__vmas_parse_buf(&vs, text, strlen(text)), (long)strlen(text));
-	assert_int_equal(vs.n, 2);
-	assert_true(vs.v[1].lo == 0x4000);
+	assert_int_equal(vs.n, 3);
+	assert_true(vs.v[1].lo == 0x3000 && vs.v[1].hi == 0x4000 && vs.v[1].pgoff == 0x2000);
+	assert_true(vs.v[2].lo == 0x4000);
+	assert_non_null(perfmap__vmas_find(&vs, 0x3800));
 	perfmap__vmas_release(&vs);
 }
 

@@ -204,4 +204,44 @@ const struct perfmap_vma *perfmap__vmas_find(const struct perfmap_vmas *vs, uint
 /* Accepts NULL and an empty list. */
 void perfmap__vmas_release(struct perfmap_vmas *vs);
 
+/* ---- a map's entries against a process's mappings (correlate.c) ---- */
+
+/* How many examples of each kind a correlation keeps. */
+#define PERFMAP_CORR_KEEP 8
+
+struct perfmap_corr_entry {
+	uint64_t start, size;
+	char name[64];        /* the start of its name, raw bytes: escape before printing */
+};
+
+struct perfmap_corr_list {
+	uint64_t count;       /* all of them */
+	uint64_t bytes;
+	size_t kept;          /* the first PERFMAP_CORR_KEEP, in address order */
+	struct perfmap_corr_entry v[PERFMAP_CORR_KEEP];
+};
+
+struct perfmap_corr {
+	/* The process's executable mappings perf resolves through the map. */
+	uint64_t exec_anon_regions, exec_anon_bytes;
+	uint64_t named_bytes;              /* of those, bytes at least one entry covers */
+	struct perfmap_corr_list unnamed;  /* exec anon mappings no entry touches (.name empty) */
+	/* Executable mappings perf resolves as files: memfd (.NET's double mapping). */
+	uint64_t exec_memfd_regions, exec_memfd_bytes;
+	/* Entries by where their start lies. */
+	uint64_t in_anon;                  /* an exec anon mapping: what perf can use */
+	struct perfmap_corr_list in_memfd; /* an exec memfd mapping: perf never looks them up */
+	struct perfmap_corr_list in_file;  /* an exec file-backed or special mapping */
+	struct perfmap_corr_list stale;    /* no executable mapping: freed code, or another image's */
+	struct perfmap_reader_stats read;
+	struct perfmap_table_stats table;  /* entries, duplicates, overlapping, ... */
+};
+
+/*
+ * Read @r to its end and set every entry against @vs (as perfmap__vmas_read()
+ * gives them, sorted): @out. 0 or -errno.
+ */
+int perfmap__correlate(struct perfmap_reader *r, const struct perfmap_vmas *vs,
+		       struct perfmap_corr *out);
+
 #endif /* PERFMAP_TOOLS_H */

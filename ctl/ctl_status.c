@@ -90,53 +90,70 @@ static void say_who_may(const char *sock)
 			  sock, (unsigned int)st.st_gid);
 }
 
-static int status(const char *map_dir, const char *run_dir, enum status_format format)
+int ctl_status_fetch(const char *map_dir, const char *run_dir, char **text, size_t *len,
+		     char *sock, size_t sock_len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char lock[PATH_MAX], sock[PATH_MAX];
+	char lock[PATH_MAX];
 	char *buf;
-	size_t len = 0;
-	ssize_t n;
+	size_t have = 0;
+	ssize_t n = 0;
 	int fd, err;
 
+	if (sock_len < sizeof(lock))
+		return -EINVAL;
 	err = perfmap__run_paths(run_dir, map_dir, lock, sock, sizeof(lock));
-	if (err) {
-		ctl_error("status: map directory %s: %s", map_dir, strerror(-err));
-		return CTL_ERROR;
-	}
+	if (err)
+		return err;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ctl_error("status: socket: %s", strerror(errno));
-		return CTL_ERROR;
-	}
+	if (fd < 0)
+		return -errno;
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);  /* fits: instance_paths checked */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = errno;
-		close(fd);
-		if (err == ENOENT || err == ECONNREFUSED)
-			ctl_error("status: no perfmapd is running for %s (nothing listens on %s)",
-				  map_dir, sock);
-		else if (err == EACCES || err == EPERM)
-			say_who_may(sock);
-		else
-			ctl_error("status: %s: %s", sock, strerror(err));
-		return CTL_ERROR;
+		err = -errno;
+		goto close_fd;
 	}
 	buf = malloc(STATUS_MAX + 1);
 	if (!buf) {
-		close(fd);
-		return CTL_ERROR;
+		err = -ENOMEM;
+		goto close_fd;
 	}
-	while (len < STATUS_MAX && (n = read(fd, buf + len, STATUS_MAX - len)) > 0)
-		len += n;
-	err = n < 0 ? errno : 0;
-	close(fd);
-	if (err) {
-		ctl_error("status: %s: %s", sock, strerror(err));
+	while (have < STATUS_MAX && (n = read(fd, buf + have, STATUS_MAX - have)) > 0)
+		have += (size_t)n;
+	if (n < 0) {
+		err = -errno;
 		free(buf);
+		goto close_fd;
+	}
+	buf[have] = '\0';
+	*text = buf;
+	*len = have;
+close_fd:
+	close(fd);
+	return err;
+}
+
+static int status(const char *map_dir, const char *run_dir, enum status_format format)
+{
+	char sock[PATH_MAX] = "";
+	char *buf;
+	size_t len;
+	int err;
+
+	err = ctl_status_fetch(map_dir, run_dir, &buf, &len, sock, sizeof(sock));
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		ctl_error("status: no perfmapd is running for %s (nothing listens on %s)",
+			  map_dir, sock);
 		return CTL_ERROR;
 	}
-	buf[len] = '\0';
+	if (err == -EACCES || err == -EPERM) {
+		say_who_may(sock);
+		return CTL_ERROR;
+	}
+	if (err) {
+		ctl_error("status: %s%s: %s", sock[0] ? "" : "map directory ", sock[0] ? sock : map_dir, strerror(-err));
+		return CTL_ERROR;
+	}
 	if (format == STATUS_TEXT)
 		fwrite(buf, 1, len, stdout);
 	else

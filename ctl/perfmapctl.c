@@ -30,12 +30,20 @@ static const char usage[] =
 	"                                  (2026-11-22T10:00:00, @<unix s>, -10m), or each\n"
 	"                                  pid a perf.data recorded; never over a file,\n"
 	"                                  nor at a pid another live process holds\n"
+	"  doctor [--map-dir DIR] [--json | --pretty] [--min-coverage PCT] PID\n"
+	"                                  why PID's JIT code may have no names in a\n"
+	"                                  profile: its runtime and perf option, its\n"
+	"                                  map on the host and in its container, the\n"
+	"                                  map's entries against its executable\n"
+	"                                  mappings, what the agent knows; each\n"
+	"                                  finding with its cause and fix\n"
 	"  help                            this text\n"
 	"\n"
 	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
 	"Exit status: 0 fine; 1 check found a consumer that misreads, compact\n"
-	"refused to replace a file in use, or restore refused or did not find a\n"
-	"map; 2 usage or I/O error, or (status) no agent running.\n";
+	"refused to replace a file in use, restore refused or did not find a\n"
+	"map, or doctor found an error or a warning; 2 usage or I/O error,\n"
+	"(status) no agent running, or (doctor) no such process or no permission.\n";
 
 void ctl_error(const char *fmt, ...)
 {
@@ -66,6 +74,7 @@ static const struct cmd cmds[] = {
 	{ "compact", cmd_compact },
 	{ "status", cmd_status },
 	{ "restore", cmd_restore },
+	{ "doctor", cmd_doctor },
 	{ "help", cmd_help },
 };
 

@@ -1,0 +1,384 @@
+/*
+ * perfmapctl doctor: the findings. Each names what was seen, in this
+ * process's own terms (its runtime, its pid, its map's path, its bytes), and
+ * the one change that fixes it. Codes are stable: scripts read them from
+ * --json, docs/perfmapctl.md lists them.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "doctor.h"
+
+/* What the doctor looks at, gathered once. */
+struct facts {
+	const struct doc_opts *o;
+	const struct doc_proc *p;
+	const struct doc_map *m;
+	const struct doc_agent *a;
+	uint64_t anon_regions, anon_bytes, memfd_regions, memfd_bytes;
+	char who[96];        /* "node 1234", "python3.12 1234" */
+	char host_path[PATH_MAX];
+};
+
+const char *doc_severity_str(enum doc_severity s)
+{
+	return s == SEV_ERROR ? "error" : s == SEV_WARNING ? "warning" : "info";
+}
+
+const char *doc_bytes_str(uint64_t b, char *buf, size_t len)
+{
+	if (b >= 1u << 20)
+		snprintf(buf, len, "%.1f MiB", (double)b / (1u << 20));
+	else if (b >= 1u << 10)
+		snprintf(buf, len, "%.1f KiB", (double)b / (1u << 10));
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+static struct doc_finding *add(struct doc_findings *f, const char *code, enum doc_severity sev,
+			       uint64_t count)
+{
+	struct doc_finding *d;
+
+	if (f->n == DOC_MAX_FINDINGS)
+		return NULL;
+	d = &f->v[f->n++];
+	memset(d, 0, sizeof(*d));
+	d->code = code;
+	d->sev = sev;
+	d->count = count;
+	return d;
+}
+
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+static void addrs_from(struct doc_finding *d, const struct perfmap_corr_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->kept && i < DOC_MAX_ADDRS; i++)
+		d->addrs[d->naddrs++] = l->v[i].start;
+}
+
+static void count_exec(struct facts *x, const struct perfmap_vmas *vs)
+{
+	const struct perfmap_vma *v;
+	size_t i;
+
+	for (i = 0; i < vs->n; i++) {
+		v = &vs->v[i];
+		if (!(v->prot & PROT_EXEC))
+			continue;
+		if (v->kind == PERFMAP_VMA_ANON) {
+			x->anon_regions++;
+			x->anon_bytes += v->hi - v->lo;
+		} else if (v->kind == PERFMAP_VMA_MEMFD) {
+			x->memfd_regions++;
+			x->memfd_bytes += v->hi - v->lo;
+		}
+	}
+}
+
+static void name_process(struct facts *x)
+{
+	const struct doc_proc *p = x->p;
+
+	if (p->rt == RT_PYTHON && p->py_minor >= 0)
+		snprintf(x->who, sizeof(x->who), "python3.%d %d", p->py_minor, (int)p->pid);
+	else if (p->rt == RT_GENERIC)
+		snprintf(x->who, sizeof(x->who), "%s %d", p->comm[0] ? p->comm : "process",
+			 (int)p->pid);
+	else
+		snprintf(x->who, sizeof(x->who), "%s %d", doc_runtime_str(p->rt), (int)p->pid);
+	snprintf(x->host_path, sizeof(x->host_path), "%s/perf-%d.map", x->o->map_dir,
+		 (int)p->pid);
+}
+
+/* "runs 3.2 MiB of JIT code in 41 anonymous executable regions" */
+static const char *jit_words(const struct facts *x, char *buf, size_t len)
+{
+	char b[32], mb[32];
+
+	if (x->memfd_regions)
+		snprintf(buf, len, "runs %s of JIT code in %" PRIu64 " anonymous and %s in %" PRIu64
+			 " memfd executable regions", doc_bytes_str(x->anon_bytes, b, sizeof(b)),
+			 x->anon_regions, doc_bytes_str(x->memfd_bytes, mb, sizeof(mb)),
+			 x->memfd_regions);
+	else
+		snprintf(buf, len, "runs %s of JIT code in %" PRIu64 " anonymous executable regions",
+			 doc_bytes_str(x->anon_bytes, b, sizeof(b)), x->anon_regions);
+	return buf;
+}
+
+/* The runtime's own way to a map, for a process that has none. */
+static const char *perf_option_fix(const struct facts *x, char *buf, size_t len)
+{
+	switch (x->p->rt) {
+	case RT_PYTHON:
+		snprintf(buf, len, "restart it with -X perf (or PYTHONPERFSUPPORT=1), or have it call sys.activate_stack_trampoline(\"perf\")");
+		break;
+	case RT_NODE:
+		snprintf(buf, len, "restart it with --perf-basic-prof (or NODE_OPTIONS=--perf-basic-prof)");
+		break;
+	case RT_DOTNET:
+		snprintf(buf, len, "restart it with DOTNET_PerfMapEnabled=1 (3: the map without a jitdump)");
+		break;
+	case RT_JAVA:
+		snprintf(buf, len, "run `jcmd %d Compiler.perfmap` (again once more code is compiled), or start it with -XX:+DumpPerfMapAtExit",
+			 (int)x->p->pid);
+		break;
+	default:
+		snprintf(buf, len, "start its runtime with its perf map option (CPython -X perf, Node --perf-basic-prof, .NET DOTNET_PerfMapEnabled=1, Ruby --yjit-perf, LuaJIT built with LUAJIT_USE_PERFTOOLS)");
+	}
+	return buf;
+}
+
+static void refused(struct doc_findings *f, const struct doc_mapfile *mf)
+{
+	struct doc_finding *d;
+
+	if (!mf->refused || !(d = add(f, "map_refused", SEV_ERROR, 1)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s %s: no consumer should read it, and perfmapd does not",
+	    mf->path, perfmap_open_strerror(mf->refused));
+	say(d->fix, sizeof(d->fix), "remove it; the runtime makes a new map when it starts");
+}
+
+/* Neither the host nor the container holds a map. */
+static void no_map(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_proc *p = x->p;
+	struct doc_finding *d;
+	char jw[192], fix[256];
+	bool jit = x->anon_bytes || x->memfd_bytes;
+
+	if (!x->m->dir_writable) {
+		if (!(d = add(f, "map_not_writable", SEV_ERROR, 1)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s has no %s and cannot make one: %s", x->who,
+		    x->host_path, x->m->why_not_writable);
+		say(d->fix, sizeof(d->fix), "let uid %u create files in the map directory (/tmp is mode 1777), then restart the runtime",
+		    (unsigned int)p->fsuid);
+		return;
+	}
+	if (p->perf_jitdump_only) {
+		if (!(d = add(f, "jitdump_only", SEV_INFO, 1)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s writes a jitdump (/tmp/jit-%d.dump), not a map (%s)",
+		    x->who, (int)p->ns_pid, p->perf_how);
+		say(d->fix, sizeof(d->fix), "record with `perf record -k 1` and run `perf inject --jit` on the data; for a map instead, %s",
+		    perf_option_fix(x, fix, sizeof(fix)));
+		return;
+	}
+	if (p->rt == RT_PYTHON && p->py_minor >= 0 && p->py_minor < 12) {
+		if (!(d = add(f, "no_perf_support", SEV_INFO, 0)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s cannot write a perf map: CPython has -X perf from 3.12",
+		    x->who);
+		say(d->fix, sizeof(d->fix), "run it on CPython 3.12 or later with -X perf");
+		return;
+	}
+	if (p->perf_on) {
+		if (!(d = add(f, "no_map", SEV_ERROR, 0)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s was started with %s but has no %s%s%s", x->who,
+		    p->perf_how, x->host_path, jit ? " and " : "", jit ? jit_words(x, jw, sizeof(jw)) : "");
+		say(d->fix, sizeof(d->fix), "its map was removed or written to another directory: restart it (perfmapd keeps maps until their process has exited and the retention has passed)");
+		return;
+	}
+	if (p->rt == RT_PYTHON) {
+		if (!(d = add(f, "no_map", jit ? SEV_ERROR : SEV_WARNING, 0)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s was started without -X perf or PYTHONPERFSUPPORT=1: perf shows its Python functions as _PyEval_EvalFrameDefault, and there is no %s",
+		    x->who, x->host_path);
+		say(d->fix, sizeof(d->fix), "%s", perf_option_fix(x, fix, sizeof(fix)));
+		return;
+	}
+	if (!jit) {
+		if (!(d = add(f, "no_jit_code", SEV_INFO, 0)))
+			return;
+		say(d->cause, sizeof(d->cause), "%s runs no code from anonymous or memfd executable memory: perf names all of it from files; no map is needed",
+		    x->who);
+		say(d->fix, sizeof(d->fix), "nothing to do");
+		return;
+	}
+	if (!(d = add(f, "no_map", SEV_ERROR, x->anon_regions + x->memfd_regions)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s %s but has no %s", x->who, jit_words(x, jw, sizeof(jw)),
+	    x->host_path);
+	say(d->fix, sizeof(d->fix), "%s", perf_option_fix(x, fix, sizeof(fix)));
+}
+
+static void container_only(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_map *m = x->m;
+	struct doc_finding *d;
+
+	if (m->host.exists || !m->ns.exists || !x->p->other_mnt_ns)
+		return;
+	if (!(d = add(f, "map_only_in_container", SEV_WARNING, 1)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s's map is only in its container's /tmp (%s, as pid %d): perf finds it only while the process lives; samply, blazesym and any report after it exits look for %s",
+	    x->who, m->ns.path, (int)x->p->ns_pid, x->host_path);
+	say(d->fix, sizeof(d->fix), "run perfmapd, which mirrors it to %s; or copy it now: perfmapctl compact %s -o %s",
+	    x->host_path, m->ns.path, x->host_path);
+}
+
+static void not_writable(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_map *m = x->m;
+	const struct doc_mapfile *mf = x->p->other_mnt_ns || m->ns.exists ? &m->ns : &m->host;
+	struct doc_finding *d;
+
+	if (!mf->exists || m->file_writable || !(d = add(f, "map_not_writable", SEV_ERROR, 1)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s cannot write %s: %s", x->who, mf->path,
+	    m->why_not_writable);
+	say(d->fix, sizeof(d->fix), "remove it (or chown it to uid %u) and restart the runtime: CPython writes nothing at all, silently, when its map cannot be opened",
+	    (unsigned int)x->p->fsuid);
+}
+
+static void entries(struct facts *x, struct doc_findings *f)
+{
+	const struct perfmap_corr *c = &x->m->corr;
+	const char *path = x->m->used->path;
+	struct doc_finding *d;
+
+	if (c->stale.count && (d = add(f, "stale_entries", SEV_WARNING, c->stale.count))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " entries in %s name addresses in no executable mapping of %s (first at 0x%" PRIx64 "): code since freed, or entries of an earlier process with this pid or image",
+		    c->stale.count, c->table.entries, path, x->who, c->stale.v[0].start);
+		say(d->fix, sizeof(d->fix), "a map an earlier process left: remove it before the runtime starts (perfmapd does); code the runtime freed: its names return wrongly if the addresses are reused unnamed");
+		addrs_from(d, &c->stale);
+	}
+	if (c->table.overlapping && (d = add(f, "overlapping_entries", SEV_WARNING, c->table.overlapping))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " entries in %s overlap others (%" PRIu64 " nested, %" PRIu64 " cut and %" PRIu64 " hidden by later lines): perf's lookup can miss covered addresses",
+		    c->table.overlapping, path, c->table.nested, c->table.trimmed, c->table.hidden);
+		say(d->fix, sizeof(d->fix), "perfmapctl compact %s (in place once no process writes it; -o OUT for a copy now): later lines win, as the code they name replaced the earlier", path);
+	}
+	if (c->table.duplicates && (d = add(f, "duplicate_entries", SEV_INFO, c->table.duplicates))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " lines in %s repeat an earlier entry exactly: harmless to every consumer, larger files",
+		    c->table.duplicates, path);
+		say(d->fix, sizeof(d->fix), "perfmapctl compact %s drops them once no process writes it", path);
+	}
+	if (c->in_memfd.count && (d = add(f, "memfd_entries", SEV_WARNING, c->in_memfd.count))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " entries in %s name code in memfd mappings (first at 0x%" PRIx64 "): perf resolves those as files and never reads the map for them",
+		    c->in_memfd.count, path, c->in_memfd.v[0].start);
+		say(d->fix, sizeof(d->fix), "%s", x->p->rt == RT_DOTNET ?
+		    "restart it with DOTNET_EnableWriteXorExecute=0: .NET then maps its code anonymously" :
+		    "have the runtime map its code anonymously (no memfd double mapping)");
+		addrs_from(d, &c->in_memfd);
+	}
+	if (c->in_file.count && (d = add(f, "entries_in_files", SEV_INFO, c->in_file.count))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " entries in %s name code in file-backed mappings (first at 0x%" PRIx64 "): perf resolves those through the file's own symbols",
+		    c->in_file.count, path, c->in_file.v[0].start);
+		say(d->fix, sizeof(d->fix), "nothing to do unless the file has no symbols");
+		addrs_from(d, &c->in_file);
+	}
+}
+
+static void memfd_code(struct facts *x, struct doc_findings *f)
+{
+	struct doc_finding *d;
+	char b[32];
+
+	if (!x->memfd_regions || !(d = add(f, "memfd_code", SEV_WARNING, x->memfd_regions)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s runs %s of code in %" PRIu64 " memfd executable mappings: perf resolves them as files and never reads a map for them",
+	    x->who, doc_bytes_str(x->memfd_bytes, b, sizeof(b)), x->memfd_regions);
+	say(d->fix, sizeof(d->fix), "%s", x->p->rt == RT_DOTNET ?
+	    "restart it with DOTNET_EnableWriteXorExecute=0: .NET then maps its code anonymously" :
+	    "have the runtime map its code anonymously (no memfd double mapping)");
+}
+
+static void coverage(struct facts *x, struct doc_findings *f)
+{
+	const struct perfmap_corr *c = &x->m->corr;
+	struct doc_finding *d;
+	char b[32], nb[32];
+	double pct;
+
+	if (!c->exec_anon_bytes)
+		return;
+	pct = 100.0 * (double)c->named_bytes / (double)c->exec_anon_bytes;
+	if (pct < x->o->min_coverage && (d = add(f, "low_coverage", SEV_WARNING, 0))) {
+		say(d->cause, sizeof(d->cause), "entries name %s of %s's %s of anonymous executable memory (%.1f%%, under %.0f%%)",
+		    doc_bytes_str(c->named_bytes, nb, sizeof(nb)), x->who,
+		    doc_bytes_str(c->exec_anon_bytes, b, sizeof(b)), pct, x->o->min_coverage);
+		say(d->fix, sizeof(d->fix), "the runtime names only part of its code: check its perf option covers all of it (Node: --perf-basic-prof, not -only-functions); --min-coverage sets the bound");
+	}
+	if (c->unnamed.count && (d = add(f, "unnamed_regions", SEV_INFO, c->unnamed.count))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " anonymous executable regions of %s (%s) hold no named code (first at 0x%" PRIx64 ")",
+		    c->unnamed.count, x->who, doc_bytes_str(c->unnamed.bytes, b, sizeof(b)),
+		    c->unnamed.v[0].start);
+		say(d->fix, sizeof(d->fix), "samples there show as hex; nothing to do if the runtime reserves them for later code");
+		addrs_from(d, &c->unnamed);
+	}
+}
+
+/* The `perfmapctl check` verdicts: which consumers misread the map. */
+static void consumers(struct facts *x, struct doc_findings *f)
+{
+	const struct perfmap_report *r = &x->m->report;
+	struct doc_finding *d;
+	char who[256] = "", first[256] = "";
+	enum perfmap_consumer c;
+	bool whole = false;
+	size_t off = 0;
+	uint64_t n = 0;
+
+	for (c = 0; c < __PERFMAP_CONSUMER_MAX; c++) {
+		const struct perfmap_verdict *v = &r->verdict[c];
+
+		if (v->ok)
+			continue;
+		n++;
+		whole |= v->file_lost;
+		off += (size_t)snprintf(who + off, sizeof(who) - off, "%s%s%s", off ? ", " : "",
+					perfmap_consumer_str(c), v->file_lost ? " (whole file)" : "");
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s: %s", perfmap_consumer_str(c), v->reason);
+		if (off >= sizeof(who))
+			break;
+	}
+	if (!n || !(d = add(f, "consumer_misreads", whole ? SEV_ERROR : SEV_WARNING, n)))
+		return;
+	say(d->cause, sizeof(d->cause), "%s is misread by %s; %s", x->m->used->path, who, first);
+	say(d->fix, sizeof(d->fix), "perfmapctl check %s has the details; perfmapctl compact writes the form every consumer reads alike (in place once no process writes it); the writer should print \"%%lx %%lx %%s\\n\"",
+	    x->m->used->path);
+}
+
+void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const struct doc_map *m,
+		       const struct perfmap_vmas *vs, const struct doc_agent *a,
+		       struct doc_findings *f)
+{
+	struct facts x = { .o = o, .p = p, .m = m, .a = a };
+
+	f->n = 0;
+	count_exec(&x, vs);
+	name_process(&x);
+	refused(f, &m->host);
+	refused(f, &m->ns);
+	if (!m->host.exists && !m->ns.exists)
+		no_map(&x, f);
+	container_only(&x, f);
+	not_writable(&x, f);
+	memfd_code(&x, f);
+	if (!m->checked)
+		return;
+	entries(&x, f);
+	coverage(&x, f);
+	consumers(&x, f);
+}

@@ -257,9 +257,16 @@ static void entries(struct facts *x, struct doc_findings *f)
 	const char *path = x->m->used->path;
 	struct doc_finding *d;
 
-	if (c->stale.count && (d = add(f, "stale_entries", SEV_WARNING, c->stale.count))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " entries in %s name addresses in no executable mapping of %s (first at 0x%" PRIx64 "): code since freed, or entries of an earlier process with this pid or image",
-		    c->stale.count, c->table.entries, path, x->who, c->stale.v[0].start);
+	/*
+	 * Runtimes that collect code (V8) leave entries for code they freed:
+	 * harmless while nothing else runs there. A map none of whose entries
+	 * names the process's own code is another process's.
+	 */
+	if (c->stale.count && (d = add(f, "stale_entries", c->in_anon ? SEV_INFO : SEV_WARNING,
+				       c->stale.count))) {
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " entries in %s name addresses in no executable mapping of %s (first at 0x%" PRIx64 "): %s",
+		    c->stale.count, c->table.entries, path, x->who, c->stale.v[0].start,
+		    c->in_anon ? "code since freed" : "no entry names its code: the map is an earlier process's with this pid, or an earlier image's");
 		say(d->fix, sizeof(d->fix), "a map an earlier process left: remove it before the runtime starts (perfmapd does); code the runtime freed: its names return wrongly if the addresses are reused unnamed");
 		addrs_from(d, &c->stale);
 	}
@@ -310,14 +317,16 @@ static void coverage(struct facts *x, struct doc_findings *f)
 	char b[32], nb[32];
 	double pct;
 
-	if (!c->exec_anon_bytes)
-		return;
-	pct = 100.0 * (double)c->named_bytes / (double)c->exec_anon_bytes;
+	/*
+	 * Judged on the part of each region up to its highest entry: above it
+	 * an arena holds no code yet (docs/perfmapctl.md has the figures).
+	 */
+	pct = c->used_bytes ? 100.0 * (double)c->named_bytes / (double)c->used_bytes : 100.0;
 	if (pct < x->o->min_coverage && (d = add(f, "low_coverage", SEV_WARNING, 0))) {
-		say(d->cause, sizeof(d->cause), "entries name %s of %s's %s of anonymous executable memory (%.1f%%, under %.0f%%)",
-		    doc_bytes_str(c->named_bytes, nb, sizeof(nb)), x->who,
-		    doc_bytes_str(c->exec_anon_bytes, b, sizeof(b)), pct, x->o->min_coverage);
-		say(d->fix, sizeof(d->fix), "the runtime names only part of its code: check its perf option covers all of it (Node: --perf-basic-prof, not -only-functions); --min-coverage sets the bound");
+		say(d->cause, sizeof(d->cause), "entries name %s of the %s of %s's anonymous executable memory below each region's highest entry (%.1f%%, under %.0f%%)",
+		    doc_bytes_str(c->named_bytes, nb, sizeof(nb)),
+		    doc_bytes_str(c->used_bytes, b, sizeof(b)), x->who, pct, x->o->min_coverage);
+		say(d->fix, sizeof(d->fix), "the map lacks most of the code below its newest entries: a forked child with only its own entries (run perfmapd), or a perf option naming part of the code (Node: --perf-basic-prof, not -only-functions); --min-coverage sets the bound");
 	}
 	if (c->unnamed.count && (d = add(f, "unnamed_regions", SEV_INFO, c->unnamed.count))) {
 		say(d->cause, sizeof(d->cause), "%" PRIu64 " anonymous executable regions of %s (%s) hold no named code (first at 0x%" PRIx64 ")",
@@ -360,6 +369,20 @@ static void consumers(struct facts *x, struct doc_findings *f)
 	    x->m->used->path);
 }
 
+/* Errors first, then warnings, then the rest; in the order found within each. */
+static void sort_by_severity(struct doc_findings *f)
+{
+	struct doc_finding tmp;
+	size_t i, j;
+
+	for (i = 1; i < f->n; i++)
+		for (j = i; j > 0 && f->v[j - 1].sev < f->v[j].sev; j--) {
+			tmp = f->v[j];
+			f->v[j] = f->v[j - 1];
+			f->v[j - 1] = tmp;
+		}
+}
+
 void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const struct doc_map *m,
 		       const struct perfmap_vmas *vs, const struct doc_agent *a,
 		       struct doc_findings *f)
@@ -376,9 +399,10 @@ void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const
 	container_only(&x, f);
 	not_writable(&x, f);
 	memfd_code(&x, f);
-	if (!m->checked)
-		return;
-	entries(&x, f);
-	coverage(&x, f);
-	consumers(&x, f);
+	if (m->checked) {
+		entries(&x, f);
+		coverage(&x, f);
+		consumers(&x, f);
+	}
+	sort_by_severity(f);
 }

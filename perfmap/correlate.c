@@ -64,18 +64,24 @@ static size_t merge_spans(struct span *s, size_t n)
 	return out;
 }
 
-/* Bytes of [@lo, @hi) the spans cover; *@k walks forward, both lists being sorted. */
-static uint64_t covered(const struct span *s, size_t n, size_t *k, uint64_t lo, uint64_t hi)
+/*
+ * Bytes of [@lo, @hi) the spans cover, and in *@top the end of the highest
+ * (@lo when none); *@k walks forward, both lists being sorted.
+ */
+static uint64_t covered(const struct span *s, size_t n, size_t *k, uint64_t lo, uint64_t hi,
+			uint64_t *top)
 {
 	uint64_t sum = 0, a, b;
 	size_t i;
 
+	*top = lo;
 	while (*k < n && s[*k].end <= lo)
 		(*k)++;
 	for (i = *k; i < n && s[i].start < hi; i++) {
 		a = s[i].start > lo ? s[i].start : lo;
 		b = s[i].end < hi ? s[i].end : hi;
 		sum += b - a;
+		*top = b;
 	}
 	return sum;
 }
@@ -85,7 +91,7 @@ static void judge_regions(const struct perfmap_vmas *vs, const struct span *s, s
 {
 	const struct perfmap_vma *v;
 	size_t i, k = 0;
-	uint64_t c;
+	uint64_t c, top;
 
 	for (i = 0; i < vs->n; i++) {
 		v = &vs->v[i];
@@ -99,8 +105,9 @@ static void judge_regions(const struct perfmap_vmas *vs, const struct span *s, s
 			continue;
 		out->exec_anon_regions++;
 		out->exec_anon_bytes += v->hi - v->lo;
-		c = covered(s, n, &k, v->lo, v->hi);
+		c = covered(s, n, &k, v->lo, v->hi, &top);
 		out->named_bytes += c;
+		out->used_bytes += top - v->lo;
 		if (!c)
 			list_add(&out->unnamed, v->lo, v->hi - v->lo, "", 0);
 	}

@@ -12,7 +12,7 @@ TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h tests/unit/*.h
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 # The agent's test programs; defined before the rules whose prerequisites expand at once.
-AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat
+AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat $(O)/tests/jitdoc
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
 # the map reader, the /proc parsers, the maps line parsers (the agent's and
 # libperfmap's), the BPF event decoder, the perf mmap record decoder,

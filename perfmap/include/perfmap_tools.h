@@ -225,6 +225,13 @@ struct perfmap_corr {
 	/* The process's executable mappings perf resolves through the map. */
 	uint64_t exec_anon_regions, exec_anon_bytes;
 	uint64_t named_bytes;              /* of those, bytes at least one entry covers */
+	/*
+	 * Of those, bytes from each region's start to the end of the highest
+	 * entry in it. JITs fill their code arenas upwards (CPython's trampoline
+	 * arenas are 64 KiB, V8's code pages 256 KiB): what lies above is not
+	 * code yet, and named / used is how much of the code there is is named.
+	 */
+	uint64_t used_bytes;
 	struct perfmap_corr_list unnamed;  /* exec anon mappings no entry touches (.name empty) */
 	/* Executable mappings perf resolves as files: memfd (.NET's double mapping). */
 	uint64_t exec_memfd_regions, exec_memfd_bytes;

@@ -40,8 +40,8 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test agent-test security-test \
-	container-test agent-test-asan container-test-asan faults-test
+test-all: all unit unit-asan cli clang-build fuzz-short install-test doctor-test agent-test \
+	security-test container-test agent-test-asan container-test-asan faults-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -191,6 +191,11 @@ $(O)/tests/%: tests/agent/%.c
 agent-test: all $(AGENT_TEST_BINS)
 	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
 
+# perfmapctl doctor on live processes: the test JIT's kinds of regions, containers,
+# another uid, CPython and Node where present (DOCTOR_TESTS="kinds node" picks some); root.
+doctor-test: all $(O)/tests/jitdoc
+	@bash tests/doctor/run.sh $(O) $(DOCTOR_TESTS)
+
 # The adversarial suite: uid 65534 against the running agent; root.
 security-test: all $(AGENT_TEST_BINS) $(LOADGEN)
 	@bash tests/security/run.sh $(O) $(SECURITY_TESTS)
@@ -230,7 +235,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
+.PHONY: test-all doctor-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap
 
 # The retention list's tick and the archive's store and usage with many

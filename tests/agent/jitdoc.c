@@ -9,14 +9,16 @@
  *   memfd    1 page of a memfd mapped shared and executable, named (--memfd)
  *
  * and on request a duplicate line (--dup), an entry overlapping the two named
- * ones (--overlap) and a `0x`-prefixed line for the second page (--hex).
+ * ones (--overlap), a `0x`-prefixed line for the second page (--hex), and
+ * (--gap) in place of the second entry one at 0xf00-0x1000 alone, leaving
+ * 0x800-0xf00 of the code below it unnamed.
  * Regions are separated by PROT_NONE pages so that the kernel never merges
  * them. The map is <dir>/perf-<pid>.map, opened O_APPEND|O_CREAT as CPython
  * does (pid as the process sees it); a map it cannot open is skipped, as
  * CPython skips it. It prints "KIND 0xADDR" lines, then "ready", and pauses
  * until killed.
  *
- *   jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex]
+ *   jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex] [--gap]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +34,7 @@
 
 struct opts {
 	const char *dir;
-	int unnamed, freed, memfd, dup, overlap, hex;
+	int unnamed, freed, memfd, dup, overlap, hex, gap;
 };
 
 static int map_fd = -1;
@@ -60,12 +62,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "dup", no_argument, NULL, 'D' },
 		{ "overlap", no_argument, NULL, 'o' },
 		{ "hex", no_argument, NULL, 'x' },
+		{ "gap", no_argument, NULL, 'g' },
 		{ 0 },
 	};
 	int opt;
 
 	o->dir = "/tmp";
-	while ((opt = getopt_long(argc, argv, "d:ufmDox", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:ufmDoxg", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': o->dir = optarg; break;
 		case 'u': o->unnamed = 1; break;
@@ -74,6 +77,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'D': o->dup = 1; break;
 		case 'o': o->overlap = 1; break;
 		case 'x': o->hex = 1; break;
+		case 'g': o->gap = 1; break;
 		default: return -1;
 		}
 	}
@@ -100,7 +104,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (parse(argc, argv, &o)) {
-		fprintf(stderr, "usage: jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex]\n");
+		fprintf(stderr, "usage: jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex] [--gap]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -128,7 +132,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "jitdoc: %s: %s (going on without a map, as CPython does)\n", path,
 			strerror(errno));
 	entry((uintptr_t)named, 0x800, "jit::named_a", 0);
-	entry((uintptr_t)named + 0x800, 0x800, "jit::named_b", 0);
+	if (o.gap)
+		entry((uintptr_t)named + 0xf00, 0x100, "jit::named_top", 0);
+	else
+		entry((uintptr_t)named + 0x800, 0x800, "jit::named_b", 0);
 	if (o.dup)
 		entry((uintptr_t)named, 0x800, "jit::named_a", 0);
 	if (o.overlap)

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# perfmapctl doctor against live processes: the test JIT (tests/agent/jitdoc.c)
+# with named, unnamed, freed and memfd regions, in containers, as another user,
+# and real runtimes where present (CPython 3.12+, Node). No agent is started:
+# the doctor must work without one and says so.
+#
+#   tests/doctor/run.sh BUILD_DIR [SCENARIO...]
+#
+# Every function named test_* below is a scenario. Root (namespaces, another
+# uid, other processes' /proc). Runtimes' maps go to a private tmpfs /tmp in a
+# mount namespace of their own; nothing is written to the real /tmp.
+set -u
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [SCENARIO...]}" && pwd)
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d /var/tmp/perfmapd-doctor.XXXXXX)
+chmod 755 "$WORK"
+. "$HERE/../agent/lib.sh"
+
+CTL=$BUILD/perfmapctl
+JITDOC=$BUILD/tests/jitdoc
+PIDS=()      # every process started, killed at exit
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+SUITE="perfmapctl doctor tests"
+[ "$(id -u)" = 0 ] || { say "FAIL: $SUITE need root (namespaces, another uid)"; exit 1; }
+command -v jq >/dev/null || { say "FAIL: $SUITE need jq (make deps)"; exit 1; }
+
+# jq_is DESC FILE FILTER: FILTER (jq -e) holds on the JSON in FILE.
+jq_is() {
+	if jq -e "$3" "$2" >/dev/null; then
+		pass "$1"
+	else
+		fail "$1: $3 does not hold on: $(jq -c . "$2" 2>&1 | head -c 3000)"
+	fi
+}
+
+# The findings as "code:severity:count" in order, one string.
+codes() {
+	jq -r '[.findings[] | "\(.code):\(.severity):\(.count)"] | join(" ")' "$1"
+}
+
+# doctor OUT ARGS...: perfmapctl doctor --json into OUT; its exit status in RC.
+doctor() {
+	local out=$1
+	shift
+	"$CTL" doctor --json "$@" >"$out" 2>"$out.err"
+	RC=$?
+}
+
+# jit OUT ARGS...: jitdoc in the background, its output in OUT; JIT its pid
+# once it has said "ready" (at most 10 s).
+jit() {
+	local out=$1
+	shift
+	"$JITDOC" "$@" >"$out" 2>&1 &
+	JIT=$!
+	PIDS+=("$JIT")
+	wait_for 10 grep -qx ready "$out" || { fail "jitdoc did not get ready: $(cat "$out")"; return 1; }
+}
+
+addr() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+stop() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+new_dir() {
+	local d
+	d=$(mktemp -d "$WORK/maps.XXXXXX")
+	chmod 1777 "$d"
+	echo "$d"
+}
+
+test_kinds() {
+	local d out=$WORK/kinds.out j=$WORK/kinds.json named unnamed freed memfd
+	d=$(new_dir)
+	jit "$out" --dir "$d" --unnamed --freed --memfd --dup --overlap --hex || return
+	named=$(addr named "$out") unnamed=$(addr unnamed "$out")
+	freed=$(addr freed "$out") memfd=$(addr memfd "$out")
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "findings: exit status 1 (got $RC)" [ "$RC" = 1 ]
+	local want="consumer_misreads:error:3 memfd_code:warning:1 overlapping_entries:warning:3 memfd_entries:warning:1 stale_entries:info:1 duplicate_entries:info:1 unnamed_regions:info:1"
+	check "the findings are exactly: $want (got $(codes "$j"))" [ "$(codes "$j")" = "$want" ]
+	jq_is "the freed region's entry is stale, at its address" "$j" \
+		".findings[] | select(.code == \"stale_entries\") | .addresses == [\"$freed\"]"
+	jq_is "the memfd entry is named at its address" "$j" \
+		".findings[] | select(.code == \"memfd_entries\") | .addresses == [\"$memfd\"]"
+	jq_is "the unnamed region is named at its address" "$j" \
+		".findings[] | select(.code == \"unnamed_regions\") | .addresses == [\"$unnamed\"]"
+	jq_is "blazesym fails the whole file (the 0x line)" "$j" \
+		'.findings[0].cause | test("is misread by perf, blazesym \\(whole file\\), bcc; ")'
+	jq_is "mappings: 2 anon exec regions of 12 KiB, 1 memfd; 0x1040 bytes named, all below the top" "$j" \
+		'.mappings | .exec_anon_regions == 2 and .exec_anon_bytes == 12288 and .exec_memfd_regions == 1 and .exec_memfd_bytes == 4096 and .named_bytes == 4160 and .used_bytes == 4160 and .unnamed_regions == 1'
+	jq_is "map: 7 entries, 5 in anon code, 1 stale, 1 in memfd, 1 duplicate" "$j" \
+		'.map | .entries == 7 and .entries_in_anon == 5 and .entries_stale == 1 and .entries_in_memfd == 1 and .entries_in_files == 0 and .duplicates == 1'
+	jq_is "healthy is false; no agent, said so" "$j" '.healthy == false and .agent.running == false and .agent.why == "not running"'
+
+	"$CTL" doctor --map-dir "$d" "$JIT" >"$WORK/kinds.txt"
+	RC=$?
+	check "table: exit status 1" [ "$RC" = 1 ]
+	check "table: verdict line" grep -qx "verdict: NOT healthy" "$WORK/kinds.txt"
+	check "table: the error comes first" sh -c "grep -m1 -E '^  (ERROR|WARNING|info) ' '$WORK/kinds.txt' | grep -q '^  ERROR    consumer_misreads: '"
+	check "table: the stale entry's address" grep -qx "           at $freed" "$WORK/kinds.txt"
+	check "table: agent not running" grep -qx "agent: not running" "$WORK/kinds.txt"
+	check "table: named bytes" grep -q "^  named      4.1 KiB of 12.0 KiB (33.9%); 1 regions unnamed$" "$WORK/kinds.txt"
+	stop "$JIT"
+}
+
+test_healthy() {
+	local d out=$WORK/healthy.out j=$WORK/healthy.json
+	d=$(new_dir)
+	jit "$out" --dir "$d" || return
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "healthy: exit status 0 (got $RC)" [ "$RC" = 0 ]
+	jq_is "healthy: no findings at all" "$j" '.healthy == true and .findings == []'
+	jq_is "healthy: runtime generic, no perf option, comm jitdoc" "$j" \
+		'.process.runtime == "generic" and .process.perf_option == null and .process.comm == "jitdoc"'
+	stop "$JIT"
+}
+
+test_low_coverage() {
+	local d out=$WORK/low.out j=$WORK/low.json
+	d=$(new_dir)
+	jit "$out" --dir "$d" --gap || return
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "0x900 of 0x1000 named: above the default 50%: exit 0 (got $RC)" [ "$RC" = 0 ]
+	doctor "$j" --map-dir "$d" --min-coverage 60 "$JIT"
+	check "under --min-coverage 60: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "low_coverage alone (got $(codes "$j"))" [ "$(codes "$j")" = "low_coverage:warning:0" ]
+	jq_is "56.2% named" "$j" '.findings[0].cause | test("\\(56\\.2%, under 60%\\)")'
+	stop "$JIT"
+}
+
+test_no_map() {
+	local d empty out=$WORK/nomap.out j=$WORK/nomap.json
+	d=$(new_dir) empty=$(new_dir)
+	jit "$out" --dir "$d" --unnamed || return
+	doctor "$j" --map-dir "$empty" "$JIT"
+	check "no map: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "no_map alone, an error, for 2 regions (got $(codes "$j"))" [ "$(codes "$j")" = "no_map:error:2" ]
+	jq_is "the cause names the JIT code and the missing map" "$j" \
+		".findings[0].cause == \"jitdoc $JIT runs 12.0 KiB of JIT code in 2 anonymous executable regions but has no $empty/perf-$JIT.map\""
+	stop "$JIT"
+}
+
+test_not_writable() {
+	local d locked out=$WORK/nw.out j=$WORK/nw.json
+	d=$(new_dir)
+	locked=$(mktemp -d "$WORK/locked.XXXXXX")
+	chmod 755 "$locked"
+	# As uid 65534, which cannot create a map in a root-owned 0755 directory.
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$JITDOC" --dir "$locked" >"$out" 2>&1 &
+	JIT=$!
+	PIDS+=("$JIT")
+	wait_for 10 grep -qx ready "$out" || { fail "jitdoc as 65534 did not get ready: $(cat "$out")"; return; }
+	doctor "$j" --map-dir "$locked" "$JIT"
+	check "unwritable directory: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "map_not_writable alone (got $(codes "$j"))" [ "$(codes "$j")" = "map_not_writable:error:1" ]
+	jq_is "the cause names the directory's owner and mode and the uid" "$j" \
+		'.findings[0].cause | test("its directory \\(owner 0, mode 0755\\) is not writable by uid 65534")'
+	stop "$JIT"
+
+	# Its map, then taken from it: root's, 0600.
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$JITDOC" --dir "$d" >"$out" 2>&1 &
+	JIT=$!
+	PIDS+=("$JIT")
+	wait_for 10 grep -qx ready "$out" || { fail "jitdoc as 65534 did not get ready: $(cat "$out")"; return; }
+	chown 0:0 "$d/perf-$JIT.map"
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "a map of another owner: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "map_not_writable alone (got $(codes "$j"))" [ "$(codes "$j")" = "map_not_writable:error:1" ]
+	jq_is "the cause names the owner, mode and uid" "$j" \
+		'.findings[0].cause | test("it belongs to uid 0 with mode 0600, and the process runs as uid 65534")'
+	stop "$JIT"
+}
+
+test_usage() {
+	"$CTL" doctor 4000000 >/dev/null 2>"$WORK/usage.err"
+	RC=$?
+	check "no such pid: exit 2 (got $RC)" [ "$RC" = 2 ]
+	check "no such pid: said" grep -qx "perfmapctl: doctor: no process 4000000" "$WORK/usage.err"
+	"$CTL" doctor >/dev/null 2>&1
+	RC=$?
+	check "no pid: exit 2 (got $RC)" [ "$RC" = 2 ]
+	"$CTL" doctor 12x >/dev/null 2>&1
+	RC=$?
+	check "not a pid: exit 2 (got $RC)" [ "$RC" = 2 ]
+	"$CTL" doctor --min-coverage 101 1 >/dev/null 2>&1
+	RC=$?
+	check "--min-coverage 101: exit 2 (got $RC)" [ "$RC" = 2 ]
+	check "help lists doctor" sh -c "'$CTL' help | grep -q '^  doctor '"
+}
+
+# in_container OUT SETUP: jitdoc as pid 1 of a pid and mount namespace with
+# its own tmpfs /tmp, after SETUP ran there; JIT its host pid.
+in_container() {
+	local out=$1 setup=$2 upid
+	unshare -m -p --fork --mount-proc --propagation private \
+		sh -c "mount -t tmpfs tmpfs /tmp && $setup exec '$JITDOC' --dir /tmp" >"$out" 2>&1 &
+	upid=$!
+	PIDS+=("$upid")
+	wait_for 10 grep -qx ready "$out" || { fail "jitdoc in a container did not get ready: $(cat "$out")"; return 1; }
+	JIT=$(awk '{ print $1 }' "/proc/$upid/task/$upid/children")
+	PIDS+=("$JIT")
+	CONTAINER=$upid
+}
+
+# stop_container: its init ignores SIGTERM (no handler), and unshare waits for it.
+stop_container() {
+	kill -9 "$JIT" 2>/dev/null
+	wait "$CONTAINER" 2>/dev/null
+}
+
+test_container() {
+	local d j=$WORK/ns.json
+	d=$(new_dir)
+	in_container "$WORK/ns.out" "" || return
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "map only in the container: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "map_only_in_container alone (got $(codes "$j"))" [ "$(codes "$j")" = "map_only_in_container:warning:1" ]
+	jq_is "its pid in the namespace is 1, in another mount namespace" "$j" \
+		'.process.ns_pid == 1 and .process.other_mount_namespace == true'
+	jq_is "the container's map was read through its root" "$j" \
+		".map.container.path == \"/proc/$JIT/root/tmp/perf-1.map\" and .map.container.exists and .map.read == .map.container.path and .map.entries == 2 and .map.entries_in_anon == 2"
+	jq_is "the fix names the host path" "$j" ".findings[0].fix | contains(\"$d/perf-$JIT.map\")"
+	stop_container
+
+	# A container whose map is a symlink to a host file: refused, never read.
+	in_container "$WORK/ns2.out" "ln -s /etc/shadow /tmp/perf-1.map &&" || return
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "a symlinked container map: exit 1 (got $RC)" [ "$RC" = 1 ]
+	jq_is "map_refused: a symlink" "$j" \
+		'[.findings[].code] == ["map_refused", "map_only_in_container"] and (.findings[0].cause | test("is a symlink, refused"))'
+	stop_container
+}
+
+# in_private_tmp SCRIPT: SCRIPT (bash) in a mount namespace with its own tmpfs /tmp.
+in_private_tmp() {
+	unshare -m --propagation private bash -c "mount -t tmpfs tmpfs /tmp && cd '$WORK' || exit 1; $1"
+}
+
+# runtime_doctor NAME JSON CMD...: CMD in a private /tmp, doctor on it once it
+# printed "ready", its exit status in $JSON.rc; CMD killed after.
+runtime_doctor() {
+	local name=$1 j=$2
+	shift 2
+	in_private_tmp "
+		$* >'$WORK/$name.out' 2>&1 & p=\$!
+		for i in \$(seq 200); do grep -qx ready '$WORK/$name.out' && break; sleep 0.05; done
+		sleep 0.5  # let its loop compile a while: coverage is measured on code it runs
+		'$CTL' doctor --json \$p >'$j'; echo \$? >'$j.rc'
+		kill \$p; wait \$p 2>/dev/null
+	"
+	RC=$(cat "$j.rc" 2>/dev/null)
+}
+
+PY_LOOP='
+import time, json, re
+def f(n):
+    return sum(i * i for i in range(n))
+def g():
+    json.dumps({"a": [1, 2]}); re.match("a+", "aaa")
+    return sum(f(1000) for _ in range(50))
+print("ready", flush=True)
+while True:
+    g()
+    time.sleep(0.01)
+'
+
+find_python312() {
+	local root p
+	root=$(pyenv root 2>/dev/null) || root=$HOME/.pyenv
+	for p in "$root"/versions/3.1[2-9]*/bin/python3; do
+		[ -x "$p" ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+test_cpython() {
+	local py j=$WORK/py.json
+	py=$(find_python312) || { skip "no CPython 3.12+ under pyenv"; return; }
+	printf '%s' "$PY_LOOP" >"$WORK/loop.py"
+	runtime_doctor py "$j" "'$py' -X perf '$WORK/loop.py'"
+	check "CPython -X perf: healthy, exit 0 (got $RC; $(codes "$j"))" [ "$RC" = 0 ]
+	jq_is "CPython -X perf: python 3.12+, its option seen, its map read, no no_map" "$j" \
+		'.process.runtime == "python" and .process.python_minor >= 12 and .process.perf_option == "-X perf" and .map.entries > 0 and ([.findings[].code] | index("no_map") | not)'
+	jq_is "CPython -X perf: coverage below the top entry at least the default 50%" "$j" '.mappings.used_coverage_pct >= 50'
+	say "   measured: CPython -X perf: $(jq -c '{coverage_pct: .mappings.coverage_pct, used_coverage_pct: .mappings.used_coverage_pct, entries: .map.entries}' "$j")"
+
+	runtime_doctor pyenv "$j" "PYTHONPERFSUPPORT=1 '$py' '$WORK/loop.py'"
+	jq_is "CPython PYTHONPERFSUPPORT=1: the option seen, no no_map" "$j" \
+		'.process.perf_option == "PYTHONPERFSUPPORT=1" and ([.findings[].code] | index("no_map") | not)'
+
+	runtime_doctor pyoff "$j" "'$py' '$WORK/loop.py'"
+	check "CPython without -X perf: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "CPython without -X perf: no_map alone (got $(codes "$j"))" [ "$(codes "$j")" = "no_map:warning:0" ]
+	jq_is "CPython without -X perf: the fix is -X perf" "$j" '.findings[0].fix | startswith("restart it with -X perf")'
+}
+
+NODE_LOOP='
+function f(n) { let s = 0; for (let i = 0; i < n; i++) s += i * i; return s; }
+function g() { let s = 0; for (let k = 0; k < 50; k++) s += f(1000 + k); JSON.stringify({a: [1]}); return s; }
+console.log("ready");
+setInterval(() => { for (let i = 0; i < 20; i++) g(); }, 10);
+'
+
+test_node() {
+	local node j=$WORK/node.json
+	node=$(command -v node) || { skip "no node"; return; }
+	printf '%s' "$NODE_LOOP" >"$WORK/loop.js"
+	runtime_doctor node "$j" "'$node' --perf-basic-prof '$WORK/loop.js'"
+	check "Node --perf-basic-prof: healthy, exit 0 (got $RC; $(codes "$j"))" [ "$RC" = 0 ]
+	jq_is "Node --perf-basic-prof: node, its option seen, its map read, no no_map" "$j" \
+		'.process.runtime == "node" and .process.perf_option == "--perf-basic-prof" and .map.entries > 0 and ([.findings[].code] | index("no_map") | not)'
+	jq_is "Node: coverage below the top entry at least the default 50%" "$j" '.mappings.used_coverage_pct >= 50'
+	say "   measured: Node --perf-basic-prof: $(jq -c '{coverage_pct: .mappings.coverage_pct, used_coverage_pct: .mappings.used_coverage_pct, entries: .map.entries, stale: .map.entries_stale, in_files: .map.entries_in_files}' "$j")"
+
+	runtime_doctor nodeoff "$j" "'$node' '$WORK/loop.js'"
+	check "Node without the flag: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "Node without the flag: no_map alone, an error (got $(codes "$j"))" \
+		[ "$(codes "$j" | cut -d: -f1,2)" = "no_map:error" ]
+	jq_is "Node without the flag: the cause names its JIT code, the fix --perf-basic-prof" "$j" \
+		'(.findings[0].cause | test("^node [0-9]+ runs .* of JIT code in [0-9]+ anonymous executable regions but has no /tmp/perf-[0-9]+\\.map$")) and (.findings[0].fix | startswith("restart it with --perf-basic-prof"))'
+}
+
+scenario_done() { :; }
+
+pick_scenarios "$0" "$@"
+run_scenarios "doctor"

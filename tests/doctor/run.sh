@@ -335,6 +335,44 @@ test_node() {
 		'(.findings[0].cause | test("^node [0-9]+ runs .* of JIT code in [0-9]+ anonymous executable regions but has no /tmp/perf-[0-9]+\\.map$")) and (.findings[0].fix | startswith("restart it with --perf-basic-prof"))'
 }
 
+# A stand-in for the agent's status socket: what `perfmapctl status` reads,
+# with the fields the doctor adds to its report when they are there.
+test_agent_fields() {
+	local d run=$WORK/run out=$WORK/agent.out j=$WORK/agent.json sock srv
+	d=$(new_dir)
+	mkdir -p "$run"
+	jit "$out" --dir "$d" || return
+	sock=$("$CTL" status --map-dir "$d" --run-dir "$run" 2>&1 | sed -n 's/.*nothing listens on \(.*\))$/\1/p')
+	[ -n "$sock" ] || { fail "no socket path from perfmapctl status"; return; }
+	python3 - "$sock" "$JIT" >"$WORK/srv.out" 2>&1 <<'PY' &
+import os, socket, sys
+path, pid = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+print("listening", flush=True)
+text = ("pid: 1\nmap_dir: x\nexec_mappings_source: perf_mmap2\nlost_symbol_processes: 3\n"
+        "jit_%s: regions=4 bytes=16384 lost=yes\nmirror_%s: ns_pid=7 container=abc\x1b bytes=10 behind=0\n"
+        "jit_1: regions=9 bytes=9 lost=no\n" % (pid, pid))
+while True:
+    c, _ = s.accept()
+    c.sendall(text.encode())
+    c.close()
+PY
+	srv=$!
+	PIDS+=("$srv")
+	wait_for 10 grep -qx listening "$WORK/srv.out" || { fail "the stand-in did not listen: $(cat "$WORK/srv.out")"; return; }
+	doctor "$j" --map-dir "$d" --run-dir "$run" "$JIT"
+	check "with an agent: still healthy, exit 0 (got $RC)" [ "$RC" = 0 ]
+	jq_is "the agent's fields for this process, its mirror escaped" "$j" \
+		'.agent == {"running": true, "exec_mappings_source": "perf_mmap2", "lost_symbol_processes": 3, "jit": {"regions": 4, "bytes": 16384, "lost": true}, "mirror": "ns_pid=7 container=abc\\x1b bytes=10 behind=0"}'
+	"$CTL" doctor --map-dir "$d" --run-dir "$run" "$JIT" >"$WORK/agent.txt"
+	check "table: the agent section" grep -qx "  this process        4 JIT regions, 16.0 KiB; names lost: yes" "$WORK/agent.txt"
+	stop "$srv"
+	rm -f "$sock"
+	stop "$JIT"
+}
+
 scenario_done() { :; }
 
 pick_scenarios "$0" "$@"

@@ -267,7 +267,9 @@ static void entries(struct facts *x, struct doc_findings *f)
 		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " entries in %s name addresses in no executable mapping of %s (first at 0x%" PRIx64 "): %s",
 		    c->stale.count, c->table.entries, path, x->who, c->stale.v[0].start,
 		    c->in_anon ? "code since freed" : "no entry names its code: the map is an earlier process's with this pid, or an earlier image's");
-		say(d->fix, sizeof(d->fix), "a map an earlier process left: remove it before the runtime starts (perfmapd does); code the runtime freed: its names return wrongly if the addresses are reused unnamed");
+		say(d->fix, sizeof(d->fix), "%s", c->in_anon ?
+		    "nothing to do while the runtime names new code it puts at those addresses (perf's lookup then sees overlapping entries: see check)" :
+		    "remove the map and restart the runtime (perfmapd moves such maps aside when a pid is reused or a process execs)");
 		addrs_from(d, &c->stale);
 	}
 	if (c->table.overlapping && (d = add(f, "overlapping_entries", SEV_WARNING, c->table.overlapping))) {

@@ -65,9 +65,14 @@ static ssize_t read_proc(pid_t pid, const char *name, size_t cap, char **out)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (len < cap && ((n = read(fd, buf + len, cap - len)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0)
-			len += (size_t)n;
+	for (n = 1; len < cap && n; ) {
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
 	n = n < 0 ? -errno : (ssize_t)len;
 	close(fd);
 	if (n < 0) {

@@ -122,14 +122,15 @@ static void print_mappings(const struct doctor *d)
 		else if (v->kind == PERFMAP_VMA_MEMFD)
 			mregions++, mbytes += v->hi - v->lo;
 	}
-	printf("mappings\n  anon exec  %" PRIu64 " regions, %s\n", regions,
-	       doc_bytes_str(bytes, b, sizeof(b)));
-	printf("  memfd exec %" PRIu64 " regions, %s\n", mregions, doc_bytes_str(mbytes, b, sizeof(b)));
+	printf("mappings\n  anon exec  %" PRIu64 " %s, %s\n", regions,
+	       doc_pl(regions, "region", "regions"), doc_bytes_str(bytes, b, sizeof(b)));
+	printf("  memfd exec %" PRIu64 " %s, %s\n", mregions, doc_pl(mregions, "region", "regions"),
+	       doc_bytes_str(mbytes, b, sizeof(b)));
 	if (d->m.checked && c->exec_anon_bytes) {
-		printf("  named      %s of %s (%.1f%%); %" PRIu64 " regions unnamed\n",
+		printf("  named      %s of %s (%.1f%%); %" PRIu64 " %s unnamed\n",
 		       doc_bytes_str(c->named_bytes, nb, sizeof(nb)),
 		       doc_bytes_str(c->exec_anon_bytes, b, sizeof(b)), coverage_pct(c),
-		       c->unnamed.count);
+		       c->unnamed.count, doc_pl(c->unnamed.count, "region", "regions"));
 		printf("  used       %s up to the highest entry of each region: %.1f%% named\n",
 		       doc_bytes_str(c->used_bytes, b, sizeof(b)), used_coverage_pct(c));
 	}

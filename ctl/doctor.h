@@ -113,6 +113,11 @@ void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const
 		       const struct perfmap_vmas *vs, const struct doc_agent *a,
 		       struct doc_findings *f);
 const char *doc_severity_str(enum doc_severity s);
+/* @one for 1, else @many: "1 region", "2 regions" */
+static inline const char *doc_pl(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
 /* "3.2 MiB" */
 const char *doc_bytes_str(uint64_t b, char *buf, size_t len);
 

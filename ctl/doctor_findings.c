@@ -114,12 +114,13 @@ static const char *jit_words(const struct facts *x, char *buf, size_t len)
 
 	if (x->memfd_regions)
 		snprintf(buf, len, "runs %s of JIT code in %" PRIu64 " anonymous and %s in %" PRIu64
-			 " memfd executable regions", doc_bytes_str(x->anon_bytes, b, sizeof(b)),
+			 " memfd executable %s", doc_bytes_str(x->anon_bytes, b, sizeof(b)),
 			 x->anon_regions, doc_bytes_str(x->memfd_bytes, mb, sizeof(mb)),
-			 x->memfd_regions);
+			 x->memfd_regions, doc_pl(x->memfd_regions, "region", "regions"));
 	else
-		snprintf(buf, len, "runs %s of JIT code in %" PRIu64 " anonymous executable regions",
-			 doc_bytes_str(x->anon_bytes, b, sizeof(b)), x->anon_regions);
+		snprintf(buf, len, "runs %s of JIT code in %" PRIu64 " anonymous executable %s",
+			 doc_bytes_str(x->anon_bytes, b, sizeof(b)), x->anon_regions,
+			 doc_pl(x->anon_regions, "region", "regions"));
 	return buf;
 }
 
@@ -264,8 +265,9 @@ static void entries(struct facts *x, struct doc_findings *f)
 	 */
 	if (c->stale.count && (d = add(f, "stale_entries", c->in_anon ? SEV_INFO : SEV_WARNING,
 				       c->stale.count))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " entries in %s name addresses in no executable mapping of %s (first at 0x%" PRIx64 "): %s",
-		    c->stale.count, c->table.entries, path, x->who, c->stale.v[0].start,
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " of %" PRIu64 " %s in %s %s addresses in no executable mapping of %s (first at 0x%" PRIx64 "): %s",
+		    c->stale.count, c->table.entries, doc_pl(c->table.entries, "entry", "entries"), path,
+		    doc_pl(c->stale.count, "names", "name"), x->who, c->stale.v[0].start,
 		    c->in_anon ? "code since freed" : "no entry names its code: the map is an earlier process's with this pid, or an earlier image's");
 		say(d->fix, sizeof(d->fix), "%s", c->in_anon ?
 		    "nothing to do while the runtime names new code it puts at those addresses (perf's lookup then sees overlapping entries: see check)" :
@@ -278,21 +280,24 @@ static void entries(struct facts *x, struct doc_findings *f)
 		say(d->fix, sizeof(d->fix), "perfmapctl compact %s (in place once no process writes it; -o OUT for a copy now): later lines win, as the code they name replaced the earlier", path);
 	}
 	if (c->table.duplicates && (d = add(f, "duplicate_entries", SEV_INFO, c->table.duplicates))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " lines in %s repeat an earlier entry exactly: harmless to every consumer, larger files",
-		    c->table.duplicates, path);
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " %s in %s %s an earlier entry exactly: harmless to every consumer, larger files",
+		    c->table.duplicates, doc_pl(c->table.duplicates, "line", "lines"), path,
+		    doc_pl(c->table.duplicates, "repeats", "repeat"));
 		say(d->fix, sizeof(d->fix), "perfmapctl compact %s drops them once no process writes it", path);
 	}
 	if (c->in_memfd.count && (d = add(f, "memfd_entries", SEV_WARNING, c->in_memfd.count))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " entries in %s name code in memfd mappings (first at 0x%" PRIx64 "): perf resolves those as files and never reads the map for them",
-		    c->in_memfd.count, path, c->in_memfd.v[0].start);
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " %s in %s %s code in memfd mappings (first at 0x%" PRIx64 "): perf resolves those as files and never reads the map for them",
+		    c->in_memfd.count, doc_pl(c->in_memfd.count, "entry", "entries"), path,
+		    doc_pl(c->in_memfd.count, "names", "name"), c->in_memfd.v[0].start);
 		say(d->fix, sizeof(d->fix), "%s", x->p->rt == RT_DOTNET ?
 		    "restart it with DOTNET_EnableWriteXorExecute=0: .NET then maps its code anonymously" :
 		    "have the runtime map its code anonymously (no memfd double mapping)");
 		addrs_from(d, &c->in_memfd);
 	}
 	if (c->in_file.count && (d = add(f, "entries_in_files", SEV_INFO, c->in_file.count))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " entries in %s name code in file-backed mappings (first at 0x%" PRIx64 "): perf resolves those through the file's own symbols",
-		    c->in_file.count, path, c->in_file.v[0].start);
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " %s in %s %s code in file-backed mappings (first at 0x%" PRIx64 "): perf resolves those through the file's own symbols",
+		    c->in_file.count, doc_pl(c->in_file.count, "entry", "entries"), path,
+		    doc_pl(c->in_file.count, "names", "name"), c->in_file.v[0].start);
 		say(d->fix, sizeof(d->fix), "nothing to do unless the file has no symbols");
 		addrs_from(d, &c->in_file);
 	}
@@ -305,8 +310,9 @@ static void memfd_code(struct facts *x, struct doc_findings *f)
 
 	if (!x->memfd_regions || !(d = add(f, "memfd_code", SEV_WARNING, x->memfd_regions)))
 		return;
-	say(d->cause, sizeof(d->cause), "%s runs %s of code in %" PRIu64 " memfd executable mappings: perf resolves them as files and never reads a map for them",
-	    x->who, doc_bytes_str(x->memfd_bytes, b, sizeof(b)), x->memfd_regions);
+	say(d->cause, sizeof(d->cause), "%s runs %s of code in %" PRIu64 " memfd executable %s: perf resolves them as files and never reads a map for them",
+	    x->who, doc_bytes_str(x->memfd_bytes, b, sizeof(b)), x->memfd_regions,
+	    doc_pl(x->memfd_regions, "mapping", "mappings"));
 	say(d->fix, sizeof(d->fix), "%s", x->p->rt == RT_DOTNET ?
 	    "restart it with DOTNET_EnableWriteXorExecute=0: .NET then maps its code anonymously" :
 	    "have the runtime map its code anonymously (no memfd double mapping)");
@@ -331,9 +337,10 @@ static void coverage(struct facts *x, struct doc_findings *f)
 		say(d->fix, sizeof(d->fix), "the map lacks most of the code below its newest entries: a forked child with only its own entries (run perfmapd), or a perf option naming part of the code (Node: --perf-basic-prof, not -only-functions); --min-coverage sets the bound");
 	}
 	if (c->unnamed.count && (d = add(f, "unnamed_regions", SEV_INFO, c->unnamed.count))) {
-		say(d->cause, sizeof(d->cause), "%" PRIu64 " anonymous executable regions of %s (%s) hold no named code (first at 0x%" PRIx64 ")",
-		    c->unnamed.count, x->who, doc_bytes_str(c->unnamed.bytes, b, sizeof(b)),
-		    c->unnamed.v[0].start);
+		say(d->cause, sizeof(d->cause), "%" PRIu64 " anonymous executable %s of %s (%s) %s no named code (first at 0x%" PRIx64 ")",
+		    c->unnamed.count, doc_pl(c->unnamed.count, "region", "regions"), x->who,
+		    doc_bytes_str(c->unnamed.bytes, b, sizeof(b)),
+		    doc_pl(c->unnamed.count, "holds", "hold"), c->unnamed.v[0].start);
 		say(d->fix, sizeof(d->fix), "samples there show as hex; nothing to do if the runtime reserves them for later code");
 		addrs_from(d, &c->unnamed);
 	}

@@ -228,12 +228,16 @@ static void container_only(struct facts *x, struct doc_findings *f)
 	const struct doc_map *m = x->m;
 	struct doc_finding *d;
 
-	if (m->host.exists || !m->ns.exists || !x->p->other_mnt_ns)
+	if (m->host.exists || !m->ns.exists)
 		return;
 	if (!(d = add(f, "map_only_in_container", SEV_WARNING, 1)))
 		return;
-	say(d->cause, sizeof(d->cause), "%s's map is only in its container's /tmp (%s, as pid %d): perf finds it only while the process lives; samply, blazesym and any report after it exits look for %s",
-	    x->who, m->ns.path, (int)x->p->ns_pid, x->host_path);
+	if (x->p->other_mnt_ns)
+		say(d->cause, sizeof(d->cause), "%s's map is only in its container's /tmp (%s, as pid %d): perf finds it only while the process lives; samply, blazesym and any report after it exits look for %s",
+		    x->who, m->ns.path, (int)x->p->ns_pid, x->host_path);
+	else
+		say(d->cause, sizeof(d->cause), "%s's map is under the pid its pid namespace gives it (%s): perf, samply and blazesym look for %s",
+		    x->who, m->ns.path, x->host_path);
 	say(d->fix, sizeof(d->fix), "run perfmapd, which mirrors it to %s; or copy it now: perfmapctl compact %s -o %s",
 	    x->host_path, m->ns.path, x->host_path);
 }

@@ -246,6 +246,44 @@ test_container() {
 	stop_container
 }
 
+# Only a pid namespace: the map is in our directory, under the namespace's pid.
+test_pid_namespace() {
+	local d j=$WORK/pidns.json upid
+	d=$(new_dir)
+	unshare -p --fork "$JITDOC" --dir "$d" >"$WORK/pidns.out" 2>&1 &
+	upid=$!
+	PIDS+=("$upid")
+	wait_for 10 grep -qx ready "$WORK/pidns.out" || { fail "jitdoc in a pid namespace did not get ready"; return; }
+	JIT=$(awk '{ print $1 }' "/proc/$upid/task/$upid/children")
+	PIDS+=("$JIT")
+	CONTAINER=$upid
+	doctor "$j" --map-dir "$d" "$JIT"
+	check "pid namespace: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "map_only_in_container alone (got $(codes "$j"))" [ "$(codes "$j")" = "map_only_in_container:warning:1" ]
+	jq_is "read under its namespace pid, in the same mount namespace" "$j" \
+		".process.ns_pid == 1 and .process.other_mount_namespace == false and .map.read == \"$d/perf-1.map\" and .map.entries == 2"
+	stop_container
+}
+
+# A name with an escape sequence in it is printed escaped, in the table and in JSON.
+test_escaped_names() {
+	local d out=$WORK/esc.out j=$WORK/esc.json name
+	d=$(new_dir)
+	name=$WORK/$'jit\033[31mdoc'
+	cp "$JITDOC" "$name"
+	"$name" --dir "$d" >"$out" 2>&1 &
+	JIT=$!
+	PIDS+=("$JIT")
+	wait_for 10 grep -qx ready "$out" || { fail "the renamed jitdoc did not get ready"; return; }
+	doctor "$j" --map-dir "$d" "$JIT"
+	jq_is "comm and exe escaped in JSON" "$j" \
+		'.process.comm == "jit\\x1b[31mdoc" and (.process.exe | endswith("/jit\\x1b[31mdoc"))'
+	"$CTL" doctor --map-dir "$d" "$JIT" >"$WORK/esc.txt"
+	check "no escape byte in the table" sh -c "! grep -q \$'\\033' '$WORK/esc.txt'"
+	check "the table shows it escaped" grep -qF 'comm       jit\x1b[31mdoc' "$WORK/esc.txt"
+	stop "$JIT"
+}
+
 # in_private_tmp SCRIPT: SCRIPT (bash) in a mount namespace with its own tmpfs /tmp.
 in_private_tmp() {
 	unshare -m --propagation private bash -c "mount -t tmpfs tmpfs /tmp && cd '$WORK' || exit 1; $1"

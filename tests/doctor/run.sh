@@ -284,6 +284,50 @@ test_escaped_names() {
 	stop "$JIT"
 }
 
+# The runtime is told by its executable's name and its option by its
+# arguments and environment: the test JIT under runtimes' names.
+test_runtime_names() {
+	local d empty j=$WORK/rt.json bin=$WORK/bin
+	d=$(new_dir) empty=$(new_dir)
+	mkdir -p "$bin"
+	cp "$JITDOC" "$bin/dotnet"
+	cp "$JITDOC" "$bin/java"
+	cp "$JITDOC" "$bin/node"
+
+	as_runtime() {
+		local out=$WORK/rt.out
+		env "$@" >"$out" 2>&1 &
+		JIT=$!
+		PIDS+=("$JIT")
+		wait_for 10 grep -qx ready "$out" || { fail "$* did not get ready"; return 1; }
+	}
+	as_runtime "$bin/dotnet" --dir "$d" --memfd || return
+	doctor "$j" --map-dir "$empty" "$JIT"
+	check "dotnet without its option: no_map and memfd_code (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "no_map:error:2 memfd_code:warning:1" ]
+	jq_is "dotnet: the fixes are DOTNET_PerfMapEnabled=1 and DOTNET_EnableWriteXorExecute=0" "$j" \
+		'.process.runtime == "dotnet" and (.findings[0].fix | startswith("restart it with DOTNET_PerfMapEnabled=1")) and (.findings[1].fix | contains("DOTNET_EnableWriteXorExecute=0"))'
+	stop "$JIT"
+
+	as_runtime DOTNET_PerfMapEnabled=2 "$bin/dotnet" --dir "$d" || return
+	doctor "$j" --map-dir "$empty" "$JIT"
+	check "dotnet with PerfMapEnabled=2: a jitdump only, healthy (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "jitdump_only:info:1" ] && [ "$RC" = 0 ]
+	stop "$JIT"
+
+	as_runtime "$bin/java" --dir "$d" || return
+	doctor "$j" --map-dir "$empty" "$JIT"
+	jq_is "java: the fix is jcmd PID Compiler.perfmap" "$j" \
+		".process.runtime == \"java\" and .findings[0].code == \"no_map\" and (.findings[0].fix | startswith(\"run \\u0060jcmd $JIT Compiler.perfmap\\u0060\"))"
+	stop "$JIT"
+
+	as_runtime NODE_OPTIONS="--max-old-space-size=100 --perf-basic-prof" "$bin/node" --dir "$d" || return
+	doctor "$j" --map-dir "$empty" "$JIT"
+	jq_is "node with NODE_OPTIONS=--perf-basic-prof but no map: said so" "$j" \
+		".process.perf_option == \"NODE_OPTIONS=--perf-basic-prof\" and .findings[0].code == \"no_map\" and (.findings[0].cause | startswith(\"node $JIT was started with NODE_OPTIONS=--perf-basic-prof but has no $empty/perf-$JIT.map\"))"
+	stop "$JIT"
+}
+
 # in_private_tmp SCRIPT: SCRIPT (bash) in a mount namespace with its own tmpfs /tmp.
 in_private_tmp() {
 	unshare -m --propagation private bash -c "mount -t tmpfs tmpfs /tmp && cd '$WORK' || exit 1; $1"

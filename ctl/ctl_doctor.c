@@ -315,6 +315,7 @@ static struct json_object *json_agent(const struct doc_agent *a)
 		j = json_object_new_object();
 		J_ADD(j, "regions", j_u64(a->jit_regions));
 		J_ADD(j, "bytes", j_u64(a->jit_bytes));
+		J_ADD(j, "memfd_bytes", j_u64(a->jit_memfd_bytes));
 		J_ADD(j, "lost", json_object_new_boolean(a->jit_lost));
 		J_ADD(o, "jit", j);
 	}

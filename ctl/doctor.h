@@ -63,7 +63,7 @@ struct doc_agent {
 	char exec_mappings_source[64];
 	long long lost_symbol_processes;  /* -1: not said */
 	bool has_jit, jit_lost;
-	unsigned long long jit_regions, jit_bytes;
+	unsigned long long jit_regions, jit_bytes, jit_memfd_bytes;
 	bool has_mirror;
 	char mirror[256];             /* "ns_pid=N container=ID bytes=B behind=B", escaped */
 };

@@ -12,18 +12,37 @@
 #include "ctl.h"
 #include "doctor.h"
 
-/* "regions=N bytes=B lost=yes|no" */
+/*
+ * The value after the last " @key=" in @v: the agent's own fields come after
+ * the process's comm, which the process chose and may spell like them.
+ */
+static const char *field(const char *v, const char *key)
+{
+	char pat[32];
+	const char *s, *last = NULL;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	for (s = v; (s = strstr(s, pat)); s++)
+		last = s;
+	if (!last && !strncmp(v, pat + 1, strlen(pat + 1)))
+		return v + strlen(pat + 1);
+	return last ? last + strlen(pat) : NULL;
+}
+
+/* "[comm=C ]regions=N bytes=B [memfd_bytes=M ]lost=yes|no" */
 static void parse_jit(const char *v, struct doc_agent *a)
 {
 	const char *s;
 
 	a->has_jit = true;
-	if ((s = strstr(v, "regions=")))
-		a->jit_regions = strtoull(s + 8, NULL, 10);
-	if ((s = strstr(v, "bytes=")))
-		a->jit_bytes = strtoull(s + 6, NULL, 10);
-	if ((s = strstr(v, "lost=")))
-		a->jit_lost = !strncmp(s + 5, "yes", 3);
+	if ((s = field(v, "regions")))
+		a->jit_regions = strtoull(s, NULL, 10);
+	if ((s = field(v, "bytes")))
+		a->jit_bytes = strtoull(s, NULL, 10);
+	if ((s = field(v, "memfd_bytes")))
+		a->jit_memfd_bytes = strtoull(s, NULL, 10);
+	if ((s = field(v, "lost")))
+		a->jit_lost = !strncmp(s, "yes", 3);
 }
 
 static void parse_line(char *line, pid_t pid, struct doc_agent *a)

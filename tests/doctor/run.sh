@@ -434,7 +434,7 @@ s.bind(path)
 s.listen(4)
 print("listening", flush=True)
 text = ("pid: 1\nmap_dir: x\nexec_mappings_source: perf_mmap2\nlost_symbol_processes: 3\n"
-        "jit_%s: regions=4 bytes=16384 lost=yes\nmirror_%s: ns_pid=7 container=abc\x1b bytes=10 behind=0\n"
+        "jit_%s: comm=x lost=no bytes=1 regions=4 bytes=16384 memfd_bytes=8192 lost=yes\nmirror_%s: ns_pid=7 container=abc\x1b bytes=10 behind=0\n"
         "jit_1: regions=9 bytes=9 lost=no\n" % (pid, pid))
 while True:
     c, _ = s.accept()
@@ -447,7 +447,7 @@ PY
 	doctor "$j" --map-dir "$d" --run-dir "$run" "$JIT"
 	check "with an agent: still healthy, exit 0 (got $RC)" [ "$RC" = 0 ]
 	jq_is "the agent's fields for this process, its mirror escaped" "$j" \
-		'.agent == {"running": true, "exec_mappings_source": "perf_mmap2", "lost_symbol_processes": 3, "jit": {"regions": 4, "bytes": 16384, "lost": true}, "mirror": "ns_pid=7 container=abc\\x1b bytes=10 behind=0"}'
+		'.agent == {"running": true, "exec_mappings_source": "perf_mmap2", "lost_symbol_processes": 3, "jit": {"regions": 4, "bytes": 16384, "memfd_bytes": 8192, "lost": true}, "mirror": "ns_pid=7 container=abc\\x1b bytes=10 behind=0"}'
 	"$CTL" doctor --map-dir "$d" --run-dir "$run" "$JIT" >"$WORK/agent.txt"
 	check "table: the agent section" grep -qx "  this process        4 JIT regions, 16.0 KiB; names lost: yes" "$WORK/agent.txt"
 	stop "$srv"

@@ -16,7 +16,7 @@
 
 static bool kept(const struct perfmap_vma *v)
 {
-	return !(v->kind == PERFMAP_VMA_MEMFD && v->shared);
+	return !perfmap__vma_is_jit_memfd(v);
 }
 
 /* Only what the lookups need: the kept ranges, neighbours merged, the array shrunk. */

@@ -87,7 +87,7 @@ static void read_one(struct jitscan *js, struct policy *p, pid_t pid, uint64_t n
 			continue;
 		if (vs.v[i].kind == PERFMAP_VMA_ANON)
 			jit += vs.v[i].hi - vs.v[i].lo;
-		else if (vs.v[i].kind == PERFMAP_VMA_MEMFD && vs.v[i].shared)  /* as execmap.c */
+		else if (perfmap__vma_is_jit_memfd(&vs.v[i]))  /* as execmap.c */
 			memfd += vs.v[i].hi - vs.v[i].lo;
 		else
 			continue;

@@ -85,7 +85,7 @@ static void count_exec(struct facts *x, const struct perfmap_vmas *vs)
 		if (v->kind == PERFMAP_VMA_ANON) {
 			x->anon_regions++;
 			x->anon_bytes += v->hi - v->lo;
-		} else if (v->kind == PERFMAP_VMA_MEMFD) {
+		} else if (perfmap__vma_is_jit_memfd(v)) {
 			x->memfd_regions++;
 			x->memfd_bytes += v->hi - v->lo;
 		}

@@ -97,7 +97,7 @@ static void judge_regions(const struct perfmap_vmas *vs, const struct span *s, s
 		v = &vs->v[i];
 		if (!is_exec(v))
 			continue;
-		if (v->kind == PERFMAP_VMA_MEMFD) {
+		if (perfmap__vma_is_jit_memfd(v)) {
 			out->exec_memfd_regions++;
 			out->exec_memfd_bytes += v->hi - v->lo;
 		}
@@ -130,7 +130,7 @@ static void judge_entries(struct perfmap_table *t, const struct perfmap_vmas *vs
 			list_add(&out->stale, start, end - start, name, len);
 		else if (v->kind == PERFMAP_VMA_ANON)
 			out->in_anon++;
-		else if (v->kind == PERFMAP_VMA_MEMFD)
+		else if (perfmap__vma_is_jit_memfd(v))
 			list_add(&out->in_memfd, start, end - start, name, len);
 		else
 			list_add(&out->in_file, start, end - start, name, len);

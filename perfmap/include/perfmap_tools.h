@@ -200,6 +200,15 @@ int perfmap__vmas_read_fd_max(int fd, size_t max_bytes, struct perfmap_vmas *out
  */
 long perfmap__vmas_parse_buf(struct perfmap_vmas *vs, const char *buf, size_t len);
 /* The mapping holding @addr, or NULL (binary search). */
+/*
+ * A JIT's memfd code: a shared memfd mapping (its second view, as .NET's
+ * double mapping). A private one is an executable file run from memory
+ * (runc, sandboxes execute themselves from a sealed memfd): a file to perf.
+ */
+static inline bool perfmap__vma_is_jit_memfd(const struct perfmap_vma *v)
+{
+	return v->kind == PERFMAP_VMA_MEMFD && v->shared;
+}
 const struct perfmap_vma *perfmap__vmas_find(const struct perfmap_vmas *vs, uint64_t addr);
 /* Accepts NULL and an empty list. */
 void perfmap__vmas_release(struct perfmap_vmas *vs);

@@ -914,7 +914,7 @@ jit_lost() { jit_line "$1" "$2" | grep -q " lost=$3\$"; }
 # Processes running JIT code with no map: counted and said once each, from
 # the kernel's mmap reports. Real runtimes with and without their perf flag.
 test_lost_symbols() {
-	local d=/tmp other=$WORK/lost-elsewhere lost named py py_plain= node_on= node_off= n
+	local d=/tmp other=$WORK/lost-elsewhere lost named py py_plain= node_on= node_off= n rc
 	mkdir -p "$other"
 	start_agent "$WORK/lost.log" --map-dir /tmp --archive-dir "$WORK/archive-lost" || {
 		fail "lost_symbols: perfmapd did not start on /tmp"; return; }
@@ -939,6 +939,16 @@ test_lost_symbols() {
 	check "lost_symbols: a JIT whose map is not in /tmp is said to lose its symbols" \
 		wait_for 10 grep -q "lost symbols: $lost (forkjit) runs 4 KiB of JIT code in 1 executable regions and has no /tmp/perf-$lost.map" "$AGENT_LOG"
 	check "lost_symbols: status lists it lost" jit_lost "$d" "$lost" yes
+	"$BUILD/perfmapctl" doctor --json "$lost" >"$WORK/lost-doctor.json"
+	rc=$?
+	check "lost_symbols: perfmapctl doctor, with the agent, exits 1 and says no_map, the agent's lost=yes and its source" \
+		eval '[ $rc = 1 ] && python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d[\"agent\"]
+assert a[\"running\"] and a[\"exec_mappings_source\"] == \"perf-mmap2\" and a[\"jit\"][\"lost\"] is True, a
+assert \"no_map\" in [f[\"code\"] for f in d[\"findings\"]], d[\"findings\"]
+" "$WORK/lost-doctor.json"'
 	check "lost_symbols: the JIT with its map in /tmp is not lost" jit_lost "$d" "$named" no
 	if [ -n "$py" ]; then
 		check "lost_symbols: $("$py" -V 2>&1) without -X perf runs no JIT code: not listed" \

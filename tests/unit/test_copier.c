@@ -29,10 +29,10 @@
  * The entries name memory this process (the child) has mapped, at JIT_BASE:
  * a copy leaves out what the child did not inherit.
  */
-#define JIT_BASE 0x100000000ul
+#define JIT_BASE 0x300000000000ul  /* above ASan's shadow, below any mmap()'s choice */
 #define JIT_PAGES 16
-#define HEAD "100001000 10 first\n100002000 10 second\n"
-#define TAIL "100003000 10 past_the_hole\n"
+#define HEAD "300000001000 10 first\n300000002000 10 second\n"
+#define TAIL "300000003000 10 past_the_hole\n"
 
 static char *dir;
 static int dir_fd;
@@ -198,7 +198,7 @@ static void test_a_stretch_ending_in_a_long_run_is_not_scanned_whole(void **stat
 
 static void test_append_reads_only_the_parents_data(void **state)
 {
-	const char *own = "100005000 10 own\n";
+	const char *own = "300000005000 10 own\n";
 	size_t len;
 	char *text;
 
@@ -221,7 +221,7 @@ static void test_append_reads_only_the_parents_data(void **state)
 	assert_int_equal(len, strlen(text));
 	assert_int_equal(tu_count_char(text, len, '\n'), 3);
 	assert_true(!strncmp(text, own, strlen(own)));
-	assert_non_null(strstr(text, "100002000 10 second\n"));
+	assert_non_null(strstr(text, "300000002000 10 second\n"));
 	assert_true(done.res.bytes == len - strlen(own));
 	free(text);
 }
@@ -338,7 +338,7 @@ static void test_settling_a_running_copy_shows_all_or_nothing(void **state)
 /* A freed region's entry and a MADV_DONTFORK region's: the child has neither. */
 static void test_entries_of_memory_not_inherited_are_left_out(void **state)
 {
-	const char *extra = "200000000 10 freed_code\n100004000 10 dontfork_code\n";
+	const char *extra = "310000000000 10 freed_code\n300000004000 10 dontfork_code\n";
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len;
 	char *text;
@@ -371,7 +371,7 @@ static void test_entries_of_memory_not_inherited_are_left_out(void **state)
 /* A run longer than the read buffer is no line: never judged or written in pieces. */
 static void test_filtered_copy_never_writes_part_of_a_long_run(void **state)
 {
-	const char *tail = "200000000 10 freed_code\n100002000 10 after_the_run\n";
+	const char *tail = "310000000000 10 freed_code\n300000002000 10 after_the_run\n";
 	size_t run = 600 << 10, len;
 	char *text, *junk;
 	int fd;
@@ -384,7 +384,7 @@ static void test_filtered_copy_never_writes_part_of_a_long_run(void **state)
 	assert_non_null(junk);
 	/* Hex digits and spaces: every piece of it would read as an entry. */
 	memset(junk, ' ', run);
-	memcpy(junk + (300 << 10), "100001000 10 a_piece_of_the_run", 31);
+	memcpy(junk + (300 << 10), "300000001000 10 a_piece_of_the_run", 31);
 	junk[run] = '\n';
 	assert_int_equal(write(fd, junk, run + 1), (ssize_t)run + 1);
 	assert_int_equal(write(fd, tail, strlen(tail)), (ssize_t)strlen(tail));
@@ -399,7 +399,7 @@ static void test_filtered_copy_never_writes_part_of_a_long_run(void **state)
 	assert_int_equal(done.res.left_out, 1);
 	text = tu_read(tu_map_path(dir, getpid()), &len);
 	assert_non_null(text);
-	assert_string_equal(text, HEAD TAIL "100002000 10 after_the_run\n");
+	assert_string_equal(text, HEAD TAIL "300000002000 10 after_the_run\n");
 	free(text);
 }
 
@@ -421,7 +421,9 @@ int main(void)
 
 	log_max_level = LOG_ERROR;
 	if (mmap((void *)JIT_BASE, JIT_PAGES * sysconf(_SC_PAGESIZE), PROT_READ | PROT_EXEC,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)JIT_BASE)
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)JIT_BASE) {
+		perror("test_copier: mmap at JIT_BASE");
 		return 1;
+	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,115 +22,6 @@
 #include "perfmap_tools.h"
 #include "procfs.h"
 
-#define MAX_RANGES (1u << 16)
-
-/* Up to 16 hex digits at *@p, advanced past them; false without one or past 64 bits. */
-static bool parse_hex(const char **p, const char *end, uint64_t *out)
-{
-	const char *s = *p;
-	uint64_t v = 0;
-	int d;
-
-	for (; s < end && s - *p < 17; s++) {
-		d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
-		if (d < 0)
-			break;
-		v = v << 4 | (uint64_t)d;
-	}
-	if (s == *p || s - *p > 16)
-		return false;
-	*p = s;
-	*out = v;
-	return true;
-}
-
-int mappings_parse_line(const char *line, size_t len, uint64_t *lo, uint64_t *hi)
-{
-	const char *p = line, *end = line + len;
-
-	/* "lo-hi perms offset dev inode path", lower-case hex as the kernel prints it. */
-	if (!parse_hex(&p, end, lo) || p == end || *p++ != '-' || !parse_hex(&p, end, hi))
-		return -EINVAL;
-	if (p < end && *p != ' ' && *p != '\n')
-		return -EINVAL;
-	return *lo < *hi ? 0 : -EINVAL;
-}
-
-int ranges__add(struct ranges *rs, uint64_t lo, uint64_t hi)
-{
-	void *nr;
-
-	/* The search needs the kernel's order: anything else is not a list to judge by. */
-	if (lo >= hi || (rs->n && lo < rs->r[rs->n - 1][1]))
-		return -EINVAL;
-	if (rs->n == rs->cap) {
-		if (rs->cap >= MAX_RANGES)
-			return -E2BIG;
-		nr = realloc(rs->r, (rs->cap ? rs->cap * 2 : 256) * sizeof(*rs->r));
-		if (!nr)
-			return -ENOMEM;
-		rs->r = nr;
-		rs->cap = rs->cap ? rs->cap * 2 : 256;
-	}
-	rs->r[rs->n][0] = lo;
-	rs->r[rs->n][1] = hi;
-	rs->n++;
-	return 0;
-}
-
-void ranges__release(struct ranges *rs)
-{
-	if (!rs)
-		return;
-	free(rs->r);
-	rs->r = NULL;
-	rs->n = rs->cap = 0;
-}
-
-/*
- * /proc/<pid>/maps, as the kernel lists it; -E2BIG past MAX_RANGES, -EINVAL
- * for a line out of order or not a mapping: the verdict is then unknown.
- */
-static int read_ranges(pid_t pid, struct ranges *rs)
-{
-	char path[64], line[512];
-	uint64_t lo, hi;
-	FILE *f;
-	int err = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (!err && fgets(line, sizeof(line), f)) {
-		err = mappings_parse_line(line, strlen(line), &lo, &hi);
-		if (!err)
-			err = ranges__add(rs, lo, hi);
-		/* A line longer than the buffer: skip its rest. */
-		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
-			;
-	}
-	fclose(f);
-	return err;
-}
-
-bool ranges__has(const struct ranges *rs, uint64_t addr)
-{
-	size_t lo = 0, hi = rs->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < rs->r[mid][0])
-			hi = mid;
-		else if (addr >= rs->r[mid][1])
-			lo = mid + 1;
-		else
-			return true;
-	}
-	return false;
-}
-
 size_t mappings_tail_starts(const char *buf, size_t n, bool mid_file, uint64_t *starts, size_t cap)
 {
 	const char *p = buf, *end = buf + n, *nl;
@@ -178,7 +69,7 @@ enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	enum map_entries verdict = ENTRIES_UNKNOWN;
-	struct ranges rs = { 0 };
+	struct perfmap_vmas vs = { 0 };
 	uint64_t *starts = NULL;
 	ssize_t n = -1, i, mapped = 0;
 	struct stat st;
@@ -205,14 +96,14 @@ enum map_entries mappings_check(int dirfd, const char *name, pid_t pid, uint64_t
 	 * and whole: an exiting process lets its memory go, maybe while the list
 	 * is read, which then ends early. Not exiting after the read, it was whole.
 	 */
-	if (!procfs_is(pid, start_ticks) || read_ranges(pid, &rs) || !rs.n ||
+	if (!procfs_is(pid, start_ticks) || perfmap__vmas_read(pid, &vs) || !vs.n ||
 	    !procfs_is(pid, start_ticks))
 		goto free_all;
 	for (i = 0; i < n; i++)
-		mapped += ranges__has(&rs, starts[i]);
+		mapped += perfmap__vmas_find(&vs, starts[i]) != NULL;
 	verdict = !mapped ? ENTRIES_UNMAPPED : mapped < n ? ENTRIES_MIXED : ENTRIES_MAPPED;
 free_all:
 	free(starts);
-	ranges__release(&rs);
+	perfmap__vmas_release(&vs);
 	return verdict;
 }

@@ -14,8 +14,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 # The agent's test programs; defined before the rules whose prerequisites expand at once.
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat $(O)/tests/jitdoc
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
-# the map reader, the /proc parsers, the maps line parsers (the agent's and
-# libperfmap's), the BPF event decoder, the perf mmap record decoder,
+# the map reader, the /proc parsers, a map's tail reader, the maps parser,
+# the BPF event decoder, the perf mmap record decoder,
 # perfmapctl's perf.data reader.
 FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap perfdata
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)

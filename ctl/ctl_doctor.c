@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <json-c/json.h>
 
@@ -105,23 +106,36 @@ static void print_map(const struct doctor *d)
 	       c->in_anon, c->stale.count, c->in_memfd.count, c->in_file.count);
 }
 
-static void print_mappings(const struct doctor *d)
+struct exec_counts {
+	uint64_t regions, bytes;      /* anonymous executable: what a map names */
+	uint64_t mregions, mbytes;    /* a JIT's shared memfd code */
+};
+
+static struct exec_counts exec_counts(const struct doctor *d)
 {
-	const struct perfmap_corr *c = &d->m.corr;
-	uint64_t regions = 0, bytes = 0, mregions = 0, mbytes = 0;
-	char b[32], nb[32];
+	struct exec_counts n = { 0 };
 	size_t i;
 
 	for (i = 0; i < d->vs.n; i++) {
 		const struct perfmap_vma *v = &d->vs.v[i];
 
-		if (!(v->prot & 4 /* PROT_EXEC */))
+		if (!(v->prot & PROT_EXEC))
 			continue;
 		if (v->kind == PERFMAP_VMA_ANON)
-			regions++, bytes += v->hi - v->lo;
-		else if (v->kind == PERFMAP_VMA_MEMFD)
-			mregions++, mbytes += v->hi - v->lo;
+			n.regions++, n.bytes += v->hi - v->lo;
+		else if (perfmap__vma_is_jit_memfd(v))
+			n.mregions++, n.mbytes += v->hi - v->lo;
 	}
+	return n;
+}
+
+static void print_mappings(const struct doctor *d)
+{
+	const struct perfmap_corr *c = &d->m.corr;
+	struct exec_counts n = exec_counts(d);
+	uint64_t regions = n.regions, bytes = n.bytes, mregions = n.mregions, mbytes = n.mbytes;
+	char b[32], nb[32];
+
 	printf("mappings\n  anon exec  %" PRIu64 " %s, %s\n", regions,
 	       doc_pl(regions, "region", "regions"), doc_bytes_str(bytes, b, sizeof(b)));
 	printf("  memfd exec %" PRIu64 " %s, %s\n", mregions, doc_pl(mregions, "region", "regions"),
@@ -271,19 +285,9 @@ static struct json_object *json_mappings(const struct doctor *d)
 {
 	const struct perfmap_corr *c = &d->m.corr;
 	struct json_object *o = json_object_new_object();
-	uint64_t regions = 0, bytes = 0, mregions = 0, mbytes = 0;
-	size_t i;
+	struct exec_counts n = exec_counts(d);
+	uint64_t regions = n.regions, bytes = n.bytes, mregions = n.mregions, mbytes = n.mbytes;
 
-	for (i = 0; i < d->vs.n; i++) {
-		const struct perfmap_vma *v = &d->vs.v[i];
-
-		if (!(v->prot & 4 /* PROT_EXEC */))
-			continue;
-		if (v->kind == PERFMAP_VMA_ANON)
-			regions++, bytes += v->hi - v->lo;
-		else if (v->kind == PERFMAP_VMA_MEMFD)
-			mregions++, mbytes += v->hi - v->lo;
-	}
 	J_ADD(o, "exec_anon_regions", j_u64(regions));
 	J_ADD(o, "exec_anon_bytes", j_u64(bytes));
 	J_ADD(o, "exec_memfd_regions", j_u64(mregions));

@@ -760,6 +760,40 @@ test_unshare_large_copy() {
 	stop_agent || fail "unshare_large_copy: perfmapd exited non-zero"
 }
 
+# perfmapctl doctor on a process in a real podman container: without an
+# agent its map is only in the container's /tmp (nothing on the host finds
+# it after the exit); with the agent it is mirrored and the process healthy.
+doctor_json() {   # doctor_json PID FILE [ARGS...]: the JSON in FILE, the exit status returned
+	local pid=$1 out=$2
+	shift 2
+	"$BUILD/perfmapctl" doctor --json --map-dir "$d" "$@" "$pid" >"$out" 2>"$out.err"
+}
+doctor_codes() { python3 -c 'import json, sys; print(" ".join(f["code"] for f in json.load(open(sys.argv[1]))["findings"]))' "$1"; }
+test_podman_doctor() {
+	local d a r pid rc codes
+	d=$(new_map_dir)
+	r=$(new_rootfs doctor) || { fail "podman_doctor: cannot build the container root"; return; }
+	ctr_run doctor "$r" -- /bin/forkjit --dir /tmp --entries 30 --prefix ctr_doctor --hold-ms "$HOLD_MS" ||
+		{ fail "podman_doctor: podman run failed"; return; }
+	pid=$(ctr_pid doctor)
+	wait_for 5 map_has "$r/tmp/perf-1.map" ctr_doctor 30
+	doctor_json "$pid" "$WORK/doctor-none.json" --run-dir "$WORK/run-none"
+	rc=$?
+	codes=$(doctor_codes "$WORK/doctor-none.json")
+	check "podman_doctor: without an agent, the map only in the container's /tmp is an error, exit 1 ($codes)" \
+		eval '[ $rc = 1 ] && grep -qw map_only_in_container <<<"$codes"'
+	agent_on doctor podman_doctor || return
+	check "podman_doctor: the agent mirrors it" wait_for 5 map_has "$d/perf-$pid.map" ctr_doctor 30
+	doctor_json "$pid" "$WORK/doctor-agent.json" --run-dir "$RUN_DIR"
+	rc=$?
+	codes=$(doctor_codes "$WORK/doctor-agent.json")
+	check "podman_doctor: with the agent, healthy, exit 0 ($codes)" \
+		eval '[ $rc = 0 ] && ! grep -qw map_only_in_container <<<"$codes"'
+	check "podman_doctor: the agent section names its mirror" \
+		python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["agent"]; assert a["running"] and "ns_pid=1" in a.get("mirror", ""), a' "$WORK/doctor-agent.json"
+	stop_agent || fail "podman_doctor: perfmapd exited non-zero"
+}
+
 # Fork copies inside a container are exact too: entries naming memory the
 # child did not inherit (freed, MADV_DONTFORK, a shared memfd) are left out.
 test_unshare_exact_copy() {

@@ -44,6 +44,9 @@ static const char usage[] =
 	"                           perf (PERF_RECORD_MMAP2), procfs\n"
 	"                           (/proc/<pid>/maps only) or off (auto: perf,\n"
 	"                           else procfs); see docs/architecture.md\n"
+	"  --metrics-listen HOST:PORT  serve Prometheus metrics at\n"
+	"                           http://HOST:PORT/metrics (off); bind to\n"
+	"                           localhost, a port >= 1024: 127.0.0.1:9848\n"
 	"  -h, --help, --version\n"
 	"\n"
 	"N takes a K, M or G suffix. `perfmapctl status` shows what it tracks.\n";
@@ -58,7 +61,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
 	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION,
-	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS, OPT_EXEC_MAPS };
+	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS, OPT_EXEC_MAPS, OPT_METRICS_LISTEN };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -77,9 +80,11 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "ns-map-dir", required_argument, NULL, OPT_NS_MAP_DIR },
 		{ "no-mirrors", no_argument, NULL, OPT_NO_MIRRORS },
 		{ "exec-maps", required_argument, NULL, OPT_EXEC_MAPS },
+		{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct sockaddr_storage addr;
 	struct group *gr;
 	uint64_t v;
 	int opt;
@@ -167,6 +172,12 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 				cfg->exec_maps = EXECMAP_SRC_OFF;
 			else
 				goto bad_value;
+			break;
+		case OPT_METRICS_LISTEN:
+			/* Checked now: a typo fails at the command line, not after BPF loads. */
+			if (metrics_parse_listen(optarg, &addr))
+				goto bad_value;
+			cfg->metrics_listen = optarg;
 			break;
 		case OPT_VERSION:
 			printf("perfmapd %d.%d\n", PERFMAP_VERSION_MAJOR, PERFMAP_VERSION_MINOR);

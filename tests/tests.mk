@@ -108,7 +108,7 @@ ASAN_AGENT_CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -O1 -g
 $(ASAN_AGENT)/obj/agent/%.o: agent/%.c $(BPF_SKEL)
 	@mkdir -p $(@D)
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(AGENT_INCLUDES) -c $< -o $@
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(AGENT_INCLUDES) $(MHD_CFLAGS) -c $< -o $@
 
 $(ASAN_AGENT)/obj/perfmap/%.o: perfmap/%.c
 	@mkdir -p $(@D)

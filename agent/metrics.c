@@ -128,6 +128,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 /* The library's complaints (a connection refused at the limit, ...): a flood says them often. */
+__attribute__((format(printf, 2, 0)))
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[256];
@@ -168,12 +169,13 @@ struct metrics *metrics__start(const char *spec)
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* epoll: the agent's fds go past FD_SETSIZE (raise_fd_limit()), where select() cannot look. */
+	/* The logger first: the library says what comes before it on stderr, unbounded. */
 	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_MAX,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
-				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 				  MHD_OPTION_END);
 	if (!m->mhd) {
 		/* The library says why only in its log; binding is what fails in practice. */

@@ -108,8 +108,8 @@ struct events *events__open(const struct events_config *cfg, events_fn fn, void 
 		return NULL;
 	ev->fn = fn;
 	ev->ctx = ctx;
-	ev->decode.self_mnt_ns = procfs_ns(0, "mnt");
-	ev->decode.self_pid_ns = procfs_ns(0, "pid");
+	ev->decode.self_mnt_ns = procfs_ns(cfg->host_ns_pid, "mnt");
+	ev->decode.self_pid_ns = procfs_ns(cfg->host_ns_pid, "pid");
 	ev->decode.tick_ns = clock_tick_ns();
 	if (want == BPF_PROGS_RAW_TP) {
 		err = load(ev, false, ringbuf_bytes);

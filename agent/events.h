@@ -25,6 +25,8 @@ enum bpf_programs {
 struct events_config {
 	unsigned int ringbuf_bytes;
 	enum bpf_programs programs;
+	/* Processes in this one's mount and pid namespaces are the host's (0: the agent's own). */
+	pid_t host_ns_pid;
 };
 
 /* Told of each event, in the order the kernel queued them. */

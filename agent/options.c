@@ -40,6 +40,10 @@ static const char usage[] =
 	"  --ringbuf-size N         BPF ring buffer bytes, a power of 2 (1M)\n"
 	"  --bpf-programs KIND      auto, tp_btf or raw_tp: which tracepoint\n"
 	"                           programs to load (auto: tp_btf, else raw_tp)\n"
+	"  --host-namespaces PID    processes in PID's mount and pid namespaces are\n"
+	"                           the host's, their maps in --map-dir (default:\n"
+	"                           the agent's own; 1 in a container run with the\n"
+	"                           host's pid namespace and /tmp)\n"
 	"  --exec-maps SOURCE       how executable mappings are learned: auto,\n"
 	"                           perf (PERF_RECORD_MMAP2), procfs\n"
 	"                           (/proc/<pid>/maps only) or off (auto: perf,\n"
@@ -61,7 +65,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 	enum { OPT_MAP_DIR = 256, OPT_RETENTION, OPT_ARCHIVE_DIR, OPT_ARCHIVE_MAX,
 	       OPT_MAX_MAP, OPT_LOG_LEVEL, OPT_DRY_RUN, OPT_RUN_DIR, OPT_RINGBUF,
 	       OPT_BPF_PROGRAMS, OPT_COPY_BUDGET, OPT_COPY_BURST, OPT_STATUS_GROUP, OPT_VERSION,
-	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS, OPT_EXEC_MAPS, OPT_METRICS_LISTEN };
+	       OPT_NS_MAP_DIR, OPT_NO_MIRRORS, OPT_EXEC_MAPS, OPT_METRICS_LISTEN, OPT_HOST_NS };
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, OPT_MAP_DIR },
 		{ "retention", required_argument, NULL, OPT_RETENTION },
@@ -80,6 +84,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 		{ "ns-map-dir", required_argument, NULL, OPT_NS_MAP_DIR },
 		{ "no-mirrors", no_argument, NULL, OPT_NO_MIRRORS },
 		{ "exec-maps", required_argument, NULL, OPT_EXEC_MAPS },
+		{ "host-namespaces", required_argument, NULL, OPT_HOST_NS },
 		{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -87,6 +92,7 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 	struct sockaddr_storage addr;
 	struct group *gr;
 	uint64_t v;
+	char *end;
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -160,6 +166,12 @@ int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
 			break;
 		case OPT_NO_MIRRORS:
 			cfg->no_mirrors = true;
+			break;
+		case OPT_HOST_NS:
+			v = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || !v || v > (1u << 22))
+				goto bad_value;
+			cfg->events.host_ns_pid = (pid_t)v;
 			break;
 		case OPT_EXEC_MAPS:
 			if (!strcmp(optarg, "auto"))

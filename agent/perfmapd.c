@@ -283,8 +283,14 @@ int main(int argc, char **argv)
 	daemon__block_signals();
 	raise_fd_limit();
 	d.started_ns = clock_mono_ns();
-	d.self_mnt_ns = procfs_ns(0, "mnt");
-	d.self_pid_ns = procfs_ns(0, "pid");
+	/* In a container with the host's pid namespace, the host's processes are pid 1's. */
+	d.self_mnt_ns = procfs_ns(d.cfg.events.host_ns_pid, "mnt");
+	d.self_pid_ns = procfs_ns(d.cfg.events.host_ns_pid, "pid");
+	if (!d.self_mnt_ns || !d.self_pid_ns) {
+		pr_err("--host-namespaces %d: its namespaces cannot be read", (int)d.cfg.events.host_ns_pid);
+		err = -ESRCH;
+		goto close_daemon;
+	}
 
 	err = open_map_dir(&d);
 	if (err)

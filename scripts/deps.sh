@@ -15,14 +15,23 @@ set -eu
 # keeps once BPF is attached (Debian's, small, and its API sets the bounding
 # and ambient sets as well as the usual three). Integration tests: perf itself (linux-perf),
 # python3 to read `perfmapctl status --json` back; podman and runc run the container
-# tests' containers (crun, podman's default, refuses a hybrid cgroup layout).
+# tests' containers (crun, podman's default, refuses a hybrid cgroup layout) and
+# build the agent's image (make image-test). Deployment tests: systemd for
+# `systemd-analyze verify` of the unit (make unit-file-test).
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
 # integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc
+libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc systemd
 libmicrohttpd-dev prometheus"
+# node and npm install and run kubernetes-models, which validates the Kubernetes
+# manifests against the API schema (make k8s-test). Only when no npm is on the
+# PATH: a node from elsewhere (NodeSource's nodejs bundles npm) serves, and
+# Debian's npm package would conflict with it.
+if ! command -v npm >/dev/null 2>&1; then
+	PACKAGES="$PACKAGES nodejs npm"
+fi
 
 missing=""
 for p in $PACKAGES; do

@@ -42,7 +42,8 @@ test:
 	@$(MAKE) --no-print-directory test-all
 
 test-all: all unit unit-asan cli clang-build fuzz-short install-test doctor-test agent-test \
-	security-test container-test agent-test-asan container-test-asan faults-test
+	security-test container-test agent-test-asan container-test-asan faults-test \
+	unit-file-test k8s-test image-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -236,6 +237,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
+.PHONY: unit-file-test k8s-test image-test npm-deps
 .PHONY: test-all doctor-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap
 
@@ -254,3 +256,26 @@ bench-parts: $(O)/bench/retention_bench $(O)/bench/archive_bench
 	@d=$$(mktemp -d /var/tmp/perfmapd-bench.XXXXXX) && \
 		for n in 0 20000 100000; do rm -rf "$$d/b"; $(O)/bench/archive_bench "$$d/b" $$n; done; \
 		rm -rf "$$d"
+
+# deploy/ (issue 12): the systemd unit (systemd-analyze verify, the options that
+# would hide /tmp or /proc, its bounding set against docs/security.md 9 and
+# agent/privs.c); no root.
+unit-file-test: $(AGENTD)
+	@bash tests/deploy/unit_file.sh $(O)
+
+# The Kubernetes manifests against the API schema (npm kubernetes-models, installed
+# from tests/deploy/package-lock.json into $(O)/npm), and the DaemonSet's capabilities.
+NPM_DIR := $(O)/npm
+$(NPM_DIR)/node_modules/.package-lock.json: tests/deploy/package.json tests/deploy/package-lock.json
+	@mkdir -p $(NPM_DIR)
+	cp tests/deploy/package.json tests/deploy/package-lock.json $(NPM_DIR)/
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
+
+k8s-test: npm-deps
+	@bash tests/deploy/k8s.sh $(NPM_DIR)
+
+# deploy/container/Containerfile built by podman from this tree, no registry, run
+# with --pid=host on a private map directory, and a fork copy checked; root.
+image-test: all $(O)/tests/forkjit
+	@bash tests/deploy/image.sh $(O)

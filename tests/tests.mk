@@ -279,3 +279,9 @@ k8s-test: npm-deps
 # with --pid=host on a private map directory, and a fork copy checked; root.
 image-test: all $(O)/tests/forkjit
 	@bash tests/deploy/image.sh $(O)
+
+# The agent's image, localhost/perfmapd:latest, FROM scratch (deploy/container/).
+image: all
+	deploy/container/stage.sh $(O) $(O)/image-root
+	podman build -f deploy/container/Containerfile -t localhost/perfmapd:latest $(O)/image-root
+.PHONY: image

@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log nsroot procmaps correlate
+	mapwatch policy retention archive copier log nsroot procmaps correlate config
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -34,6 +34,7 @@ TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/inherit.c agent/privs.
 	agent/log.c
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
+TEST_AGENT_config := agent/config.c agent/options.c agent/log.c
 
 # deps first, alone: the rest needs what it installs.
 test:

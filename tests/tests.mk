@@ -41,7 +41,7 @@ test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test doctor-test agent-test \
+test-all: all unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
 	security-test container-test agent-test-asan container-test-asan faults-test
 	@echo "test: all passed"
 
@@ -141,6 +141,10 @@ asan-agent: $(ASAN_AGENT_BINS)
 install-test: all
 	@sh tests/install/run.sh $(O)
 
+# The man pages: rendered by man -l without a warning, naming every option and command.
+man-test: all
+	@sh tests/install/man.sh $(O)
+
 BENCH_BIN := $(O)/bench/bench_writer
 
 $(BENCH_BIN): tests/bench/bench_writer.c $(LIBA)
@@ -236,7 +240,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: test-all doctor-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
+.PHONY: test-all man-test doctor-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap
 
 # The retention list's tick and the archive's store and usage with many

@@ -75,7 +75,11 @@ AGENTD := $(O)/perfmapd
 # The agent drops its capabilities with libcap-ng (see scripts/deps.sh for why).
 CAPNG_CFLAGS := $(shell pkg-config --cflags libcap-ng 2>/dev/null)
 CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
-AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(CAPNG_LIBS)
+# The metrics endpoint is served by libmicrohttpd (see scripts/deps.sh for why).
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(CAPNG_LIBS) \
+	$(MHD_LIBS)
 
 LIBA := $(O)/libperfmap.a
 LIBSO_REAL := $(O)/libperfmap.so.$(VERSION)
@@ -100,7 +104,7 @@ $(O)/obj/perfmap/%.o: perfmap/%.c
 $(O)/obj/agent/%.o: agent/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CAPNG_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CAPNG_CFLAGS) $(MHD_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(O)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)

@@ -17,6 +17,7 @@
 #include "jitscan.h"
 #include "log.h"
 #include "mapwatch.h"
+#include "metrics.h"
 #include "mirror.h"
 #include "policy.h"
 #include "scan.h"
@@ -38,6 +39,7 @@ struct daemon_config {
 	uint64_t max_map_bytes;       /* larger maps are not copied or archived */
 	uint64_t copy_budget;         /* bytes of copies per uid a second */
 	uint64_t copy_burst;          /* ...saved up at most */
+	const char *metrics_listen;   /* HOST:PORT of the metrics endpoint; NULL: none */
 	struct events_config events;
 	bool dry_run;
 	enum log_level log_level;
@@ -61,6 +63,7 @@ struct daemon {
 	char exec_probe[96];          /* what else this kernel would load (execprobe.c) */
 	uint64_t exec_lost_seen;      /* execmap__lost() when last read: a gap since, /proc fills it */
 	struct jitscan *jitscan;      /* reads /proc/<pid>/maps for the gaps */
+	struct metrics *metrics;      /* NULL: no --metrics-listen */
 	struct store *store;
 	struct policy *policy;
 	uint64_t self_mnt_ns, self_pid_ns;

@@ -1,4 +1,4 @@
-/* perfmapd's one event loop: BPF events, the index, timers, signals, the status socket. */
+/* perfmapd's one event loop: BPF events, the index, timers, signals, the status socket, the metrics' text. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 #include "status.h"
 
 #define TICK_MS 100   /* drops, copy retries and retention are checked this often */
@@ -210,6 +211,23 @@ static void read_exec_maps(struct daemon *d)
 	}
 }
 
+/* What the status report and the metrics read: the agent's pieces. */
+static struct status_sources sources_of(struct daemon *d)
+{
+	return (struct status_sources){
+		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
+		.archive_dir = d->cfg.archive_dir, .archive_max_bytes = d->cfg.archive_max_bytes,
+		.retention_s = d->cfg.retention_s, .dry_run = d->cfg.dry_run,
+		.started_ns = d->started_ns, .resyncs = d->resyncs, .rescans = d->rescans,
+		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
+		.events = d->events, .mw = d->mw, .ar = d->ar,
+		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
+		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
+		.exec_probe = d->exec_probe,
+		.jitscan = d->jitscan,
+	};
+}
+
 static void on_tick(struct daemon *d, struct loop *l)
 {
 	uint64_t expirations, dropped;
@@ -235,6 +253,12 @@ static void on_tick(struct daemon *d, struct loop *l)
 	policy__tick(d->policy, clock_boot_ns());
 	if (d->mirrors)
 		mirrors__poll(d->mirrors, clock_boot_ns());
+	/* Rendered here, in the loop's thread: the HTTP thread only sends what was published. */
+	if (d->metrics) {
+		struct status_sources src = sources_of(d);
+
+		metrics__update(d->metrics, &src);
+	}
 	/* Lines held back by the flood bound are summed up within a second or so. */
 	log_flush(false);
 }
@@ -269,18 +293,7 @@ static void on_retry(struct daemon *d, struct loop *l)
 
 static void on_status(struct daemon *d, struct loop *l)
 {
-	struct status_sources src = {
-		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
-		.archive_dir = d->cfg.archive_dir, .archive_max_bytes = d->cfg.archive_max_bytes,
-		.retention_s = d->cfg.retention_s, .dry_run = d->cfg.dry_run,
-		.started_ns = d->started_ns, .resyncs = d->resyncs, .rescans = d->rescans,
-		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
-		.events = d->events, .mw = d->mw, .ar = d->ar,
-		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
-		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
-		.exec_probe = d->exec_probe,
-		.jitscan = d->jitscan,
-	};
+	struct status_sources src = sources_of(d);
 	unsigned int max = instance__budget(d->inst, clock_mono_ns());
 	char text[32768];
 	size_t n;
@@ -311,6 +324,12 @@ int daemon__run(struct daemon *d)
 	scan_maps(&env, true);
 	if (d->jitscan)
 		jitscan__pass(d->jitscan, d->policy);
+	/* A scrape before the first tick finds the counters, not an empty page. */
+	if (d->metrics) {
+		struct status_sources src = sources_of(d);
+
+		metrics__update(d->metrics, &src);
+	}
 	pr_info("tracking %zu processes; %zu exited processes' maps retained",
 		policy__processes(d->policy), policy__retained(d->policy));
 

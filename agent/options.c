@@ -45,6 +45,9 @@ static const char usage[] =
 	"                           perf (PERF_RECORD_MMAP2), procfs\n"
 	"                           (/proc/<pid>/maps only) or off (auto: perf,\n"
 	"                           else procfs); see docs/architecture.md\n"
+	"  --metrics-listen HOST:PORT  serve Prometheus metrics at\n"
+	"                           http://HOST:PORT/metrics (off); bind to\n"
+	"                           localhost, a port >= 1024: 127.0.0.1:9848\n"
 	"  --config FILE            options from FILE, as KEY = VALUE lines with\n"
 	"                           these names as keys; the command line wins;\n"
 	"                           SIGHUP reads it again (/etc/perfmapd.conf)\n"
@@ -72,6 +75,7 @@ const struct opt_def opt_defs[OPT__COUNT] = {
 	[OPT_RINGBUF] = { "ringbuf-size", false, true, false },
 	[OPT_BPF_PROGRAMS] = { "bpf-programs", false, true, false },
 	[OPT_EXEC_MAPS] = { "exec-maps", false, true, false },
+	[OPT_METRICS_LISTEN] = { "metrics-listen", false, true, false },
 	[OPT_CONFIG] = { "config", false, false, false },
 	[OPT_HELP] = { "help", true, false, false },
 	[OPT_VERSION] = { "version", true, false, false },
@@ -148,6 +152,7 @@ void daemon__config_defaults(struct daemon_config *cfg)
 
 int apply_option(struct daemon_config *cfg, enum opt_id id, const char *value)
 {
+	struct sockaddr_storage addr;
 	struct group *gr;
 	uint64_t v;
 	int i;
@@ -215,6 +220,12 @@ int apply_option(struct daemon_config *cfg, enum opt_id id, const char *value)
 			return -EINVAL;
 		cfg->exec_maps = (enum execmap_source)i;
 		return 0;
+	case OPT_METRICS_LISTEN:
+		/* Checked now: a typo fails at the command line, not after BPF loads. */
+		if (metrics_parse_listen(value, &addr))
+			return -EINVAL;
+		cfg->metrics_listen = value;
+		return 0;
 	case OPT_CONFIG:
 		cfg->config_path = value;
 		cfg->config_explicit = true;
@@ -274,6 +285,7 @@ void option_format(const struct daemon_config *cfg, enum opt_id id, char *buf, s
 	case OPT_RINGBUF: format_bytes(cfg->events.ringbuf_bytes, buf, len); return;
 	case OPT_BPF_PROGRAMS: snprintf(buf, len, "%s", bpf_program_names[cfg->events.programs]); return;
 	case OPT_EXEC_MAPS: snprintf(buf, len, "%s", exec_map_names[cfg->exec_maps]); return;
+	case OPT_METRICS_LISTEN: snprintf(buf, len, "%s", cfg->metrics_listen ?: "off"); return;
 	case OPT_CONFIG: snprintf(buf, len, "%s", cfg->config_path); return;
 	case OPT_HELP:
 	case OPT_VERSION:

@@ -223,12 +223,28 @@ static int daemon_open(struct daemon *d)
 	d->policy = policy__new(&pcfg, store__mapstore(d->store));
 	if (!d->policy)
 		return -ENOMEM;
+	/*
+	 * After the drop: the HTTP thread needs no capability (a port below
+	 * 1024 would need CAP_NET_BIND_SERVICE, which is not kept).
+	 */
+	if (d->cfg.metrics_listen) {
+		d->metrics = metrics__start(d->cfg.metrics_listen);
+		if (!d->metrics) {
+			err = -errno;
+			pr_err("metrics: cannot listen on %s: %s", d->cfg.metrics_listen,
+			       strerror(-err));
+			return err;
+		}
+		pr_info("metrics: http://%s/metrics", d->cfg.metrics_listen);
+	}
 	return 0;
 }
 
 /* Undo daemon_open(), whatever part of it was done. */
 static void daemon_close(struct daemon *d)
 {
+	/* First: its thread answers no request after this. */
+	metrics__free(d->metrics);
 	policy__free(d->policy);
 	jitscan__free(d->jitscan);
 	execmap__free(d->execmap);

@@ -80,6 +80,15 @@ struct policy_config {
  */
 #define RETAINED_PER_UID 8192
 
+/*
+ * Fork copies' latency, from the fork to the map linked at the child's path,
+ * in these buckets (upper bounds, nanoseconds); one more counts the slower.
+ * The metrics endpoint shows them as a histogram (metrics_text.c).
+ */
+#define POLICY_COPY_BUCKETS 10
+#define POLICY_COPY_BOUNDS_NS { 500000, 1000000, 2500000, 5000000, 10000000, 25000000, \
+				50000000, 100000000, 250000000, 1000000000 }
+
 /* What `perfmapctl status` reports of the policy; every counter only grows. */
 struct policy_stats {
 	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
@@ -90,6 +99,9 @@ struct policy_stats {
 	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
 	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
 	uint64_t copy_bytes;           /* written by copies */
+	/* Copies with an exact fork-to-link time, per bucket (not cumulative), and their sum. */
+	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];
+	uint64_t copy_latency_sum_ns;
 	uint64_t copy_entries_left_out; /* naming memory the child did not inherit */
 	uint64_t copies_unfiltered;    /* the child's mappings unreadable: every entry copied */
 	uint64_t foreign_ns;           /* processes in another mount or pid namespace, not mirrored */

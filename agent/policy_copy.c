@@ -28,6 +28,22 @@ static double ms_after_fork(const struct proc *pr, const struct copy_result *res
 	return (res->map.born.hi - pr->start.lo) / 1e6;
 }
 
+/* A copy's fork-to-link time into the latency histogram, when it is exact. */
+static void count_latency(struct policy *p, double after_ms)
+{
+	static const uint64_t bounds[POLICY_COPY_BUCKETS] = POLICY_COPY_BOUNDS_NS;
+	uint64_t ns;
+	size_t i;
+
+	if (after_ms < 0)
+		return;
+	ns = (uint64_t)(after_ms * 1e6);
+	for (i = 0; i < POLICY_COPY_BUCKETS && ns > bounds[i]; i++)
+		;
+	p->stats.copy_latency[i]++;
+	p->stats.copy_latency_sum_ns += ns;
+}
+
 static void log_copy(struct policy *p, const struct proc *pr, const struct copy_result *res)
 {
 	double ms = res->took_ns / 1e6, after = ms_after_fork(pr, res);
@@ -42,6 +58,7 @@ static void log_copy(struct policy *p, const struct proc *pr, const struct copy_
 	switch (res->kind) {
 	case COPY_CREATED:
 		p->stats.copies_created++;
+		count_latency(p, after);
 		/* Settled before the worker counted its lines: the bytes say as much. */
 		if (res->entries < 0)
 			pr_info("copy %d -> %d (%s): %s/perf-%d.map created with %llu bytes of entries (%.2f ms; %.2f ms after the fork)",

@@ -16,8 +16,13 @@ set -eu
 # and ambient sets as well as the usual three). Integration tests: perf itself (linux-perf),
 # python3 to read `perfmapctl status --json` back; podman and runc run the container
 # tests' containers (crun, podman's default, refuses a hybrid cgroup layout).
+# Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
+# Debian, with connection limits and timeouts, rather than a hand-written
+# server); prometheus brings promtool, whose parser checks the scrape in the
+# integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc"
+libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc
+libmicrohttpd-dev prometheus"
 
 missing=""
 for p in $PACKAGES; do

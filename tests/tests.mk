@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log nsroot procmaps correlate config
+	mapwatch policy retention archive copier log nsroot procmaps correlate metrics config
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -34,6 +34,8 @@ TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/inherit.c agent/privs.
 	agent/log.c
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
+TEST_AGENT_metrics := agent/metrics_text.c
+# options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.
 TEST_AGENT_config := agent/config.c agent/options.c agent/log.c
 
 # deps first, alone: the rest needs what it installs.
@@ -109,7 +111,7 @@ ASAN_AGENT_CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -O1 -g
 $(ASAN_AGENT)/obj/agent/%.o: agent/%.c $(BPF_SKEL)
 	@mkdir -p $(@D)
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(AGENT_INCLUDES) -c $< -o $@
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(AGENT_INCLUDES) $(MHD_CFLAGS) -c $< -o $@
 
 $(ASAN_AGENT)/obj/perfmap/%.o: perfmap/%.c
 	@mkdir -p $(@D)

@@ -982,6 +982,121 @@ test_exact_copy() {
 	stop_agent || fail "exact_copy: perfmapd exited non-zero"
 }
 
+# ---- the metrics endpoint ----
+
+# A TCP port free on 127.0.0.1 now.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# scrape PORT [PATH] > FILE: the body of GET http://127.0.0.1:PORT/PATH; 1 unless a 200 within 5 s.
+scrape() {
+	python3 - "$1" "${2:-/metrics}" <<'PY'
+import sys, urllib.request
+try:
+    with urllib.request.urlopen("http://127.0.0.1:%s%s" % (sys.argv[1], sys.argv[2]), timeout=5) as r:
+        sys.stdout.write(r.read().decode())
+except Exception as e:
+    sys.stderr.write("scrape: %s\n" % e)
+    sys.exit(1)
+PY
+}
+
+# http_code PORT METHOD PATH: the status code of that request.
+http_code() {
+	python3 - "$@" <<'PY'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+c.request(sys.argv[2], sys.argv[3])
+print(c.getresponse().status)
+PY
+}
+
+# metric PORT SAMPLE: SAMPLE's value (its name and labels as written), or nothing.
+metric() {
+	scrape "$1" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
+}
+metric_ge() { ge "$(metric "$1" "$2")" "$3"; }
+
+# Prometheus's own parser (promtool, Debian's prometheus package) accepts FILE.
+promtool_ok() {
+	if ! promtool check metrics <"$1" >"$1.promtool" 2>&1; then
+		sed 's/^/    /' "$1.promtool"
+		return 1
+	fi
+}
+
+# Metrics on --metrics-listen, off the event loop: the text parses with
+# Prometheus's own parser, the counters move with the forks the test makes,
+# and a client that never reads beside 200 idle connections neither stops a
+# JIT's fork copies nor keeps the endpoint from answering once they are gone.
+test_metrics() {
+	local d a port m=$WORK/metrics c0 h0 f0 holder
+	command -v promtool >/dev/null ||
+		{ fail "metrics: promtool is not installed (Debian: prometheus; make deps)"; return; }
+	check "metrics: a --metrics-listen that is not a numeric HOST:PORT is refused at the command line" \
+		eval "! '$BUILD/perfmapd' --metrics-listen localhost:9848 --help >/dev/null 2>&1 && ! '$BUILD/perfmapd' --metrics-listen 127.0.0.1:0 --help >/dev/null 2>&1"
+	port=$(free_port)
+	start_scenario metrics metrics --metrics-listen "127.0.0.1:$port" || return
+	check "metrics: the agent says where it serves" grep -q "metrics: http://127.0.0.1:$port/metrics" "$AGENT_LOG"
+	check "metrics: GET /metrics answers" eval "scrape $port >'$m.1'"
+	check "metrics: promtool check metrics accepts the scrape" promtool_ok "$m.1"
+	check "metrics: the BPF program kind and the version in perfmapd_build_info" \
+		grep -Eq '^perfmapd_build_info\{version="[0-9.]+",bpf="(tp_btf|raw_tp)",exec_maps="[a-z0-9-]+"\} 1$' "$m.1"
+	check "metrics: no pid in any label" lacks "$m.1" 'pid="'
+	check "metrics: another path is 404" test "$(http_code "$port" GET /other)" = 404
+	check "metrics: POST is 405" test "$(http_code "$port" POST /metrics)" = 405
+
+	c0=$(metric "$port" 'perfmapd_fork_copies_total{kind="created"}')
+	h0=$(metric "$port" perfmapd_fork_copy_seconds_count)
+	f0=$(metric "$port" 'perfmapd_events_total{kind="fork"}')
+	check "metrics: each of 3 children finds its copy" \
+		"$FORKJIT" --dir "$d" --entries 16 --children 3 --wait-map-ms 5000
+	check "metrics: perfmapd_fork_copies_total{kind=\"created\"} grew by 3 (from $c0)" \
+		wait_for 5 metric_ge "$port" 'perfmapd_fork_copies_total{kind="created"}' $((c0 + 3))
+	check "metrics: perfmapd_fork_copy_seconds_count grew by 3 (from $h0)" \
+		wait_for 5 metric_ge "$port" perfmapd_fork_copy_seconds_count $((h0 + 3))
+	check "metrics: perfmapd_events_total{kind=\"fork\"} grew by 4 at least (from $f0)" \
+		wait_for 5 metric_ge "$port" 'perfmapd_events_total{kind="fork"}' $((f0 + 4))
+	check "metrics: perfmapd_fork_copy_bytes_total counts them" \
+		wait_for 5 metric_ge "$port" perfmapd_fork_copy_bytes_total 1
+	scrape "$port" >"$m.2"
+	check "metrics: promtool check metrics accepts the scrape after the copies" promtool_ok "$m.2"
+
+	# One client that asks and never reads, 200 that connect and say nothing.
+	python3 - "$port" "$WORK/metrics-holder.ready" <<'PY' &
+import socket, sys, time
+port, ready = int(sys.argv[1]), sys.argv[2]
+socks = []
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+s.connect(("127.0.0.1", port))
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+socks.append(s)
+for _ in range(200):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    socks.append(c)
+open(ready, "w").close()
+time.sleep(60)
+PY
+	holder=$!
+	wait_for 10 test -e "$WORK/metrics-holder.ready"
+	check "metrics: with 201 connections held, each of 20 children still finds its copy" \
+		"$FORKJIT" --dir "$d" --entries 16 --children 20 --wait-map-ms 5000
+	check "metrics: ...and the status socket answers" status_ge "$d" copies_created 23
+	kill "$holder" 2>/dev/null
+	wait "$holder" 2>/dev/null
+	check "metrics: the endpoint answers again once they are gone" wait_for 15 eval "scrape $port >'$m.3'"
+	check "metrics: perfmapd_fork_copies_total{kind=\"created\"} counted the 20" \
+		metric_ge "$port" 'perfmapd_fork_copies_total{kind="created"}' $((c0 + 23))
+	stop_agent || fail "metrics: perfmapd exited non-zero"
+}
+
 jit_line() { "$BUILD/perfmapctl" status --map-dir "$1" | grep "^jit_$2: "; }
 jit_lost() { jit_line "$1" "$2" | grep -q " lost=$3\$"; }
 

@@ -1,0 +1,282 @@
+/*
+ * The metrics endpoint. libmicrohttpd (Debian's, maintained) parses HTTP in
+ * a thread of its own, with bounds on connections, per address and in all,
+ * and a timeout: a client that never reads, or a flood of connections, holds
+ * that thread's slots, never the event loop. The loop renders the text at
+ * its tick and swaps it in under a mutex held for a pointer swap; a request
+ * copies the text under the same mutex. Nothing else is shared.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "archive.h"
+#include "clock.h"
+#include "events.h"
+#include "execmap.h"
+#include "log.h"
+#include "metrics.h"
+#include "metrics_text.h"
+#include "mirror.h"
+#include "perfmap_tools.h"
+#include "policy.h"
+
+#define METRICS_TEXT_MAX (64 * 1024)   /* some 10 KB today: room to grow */
+#define CONNECTIONS_MAX 16
+#define CONNECTIONS_PER_IP 8
+#define CONNECTION_TIMEOUT_S 5         /* an idle or unread connection is closed after this */
+
+struct metrics {
+	struct MHD_Daemon *mhd;
+	pthread_mutex_t lock;
+	char *text;                    /* published: read by requests under @lock */
+	size_t len;
+	char *next;                    /* the loop's own, rendered into, then swapped */
+	char version[32];
+};
+
+int metrics_parse_listen(const char *spec, struct sockaddr_storage *addr)
+{
+	const struct addrinfo hints = {
+		.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+	};
+	struct addrinfo *res = NULL;
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	const char *h = spec;
+	size_t hlen;
+	char *end;
+	long port;
+	int err = -EINVAL;
+
+	if (!colon || !colon[1])
+		return -EINVAL;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || port < 1 || port > 65535)
+		return -EINVAL;
+	hlen = (size_t)(colon - spec);
+	/* [::1]:9848: the brackets keep the address's colons apart from the port's. */
+	if (hlen >= 2 && spec[0] == '[' && spec[hlen - 1] == ']') {
+		h = spec + 1;
+		hlen -= 2;
+	} else if (memchr(spec, ':', hlen)) {
+		return -EINVAL;
+	}
+	if (!hlen || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &res) || !res)
+		goto cleanup;
+	if (res->ai_addrlen > sizeof(*addr))
+		goto cleanup;
+	memset(addr, 0, sizeof(*addr));
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	err = 0;
+cleanup:
+	if (res)
+		freeaddrinfo(res);
+	return err;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned int code, const char *text,
+			       size_t len, const char *type)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* The HTTP library's thread: GET /metrics answers with the text last published. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **req)
+{
+	static const char plain[] = "text/plain; charset=utf-8";
+	struct metrics *m = cls;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)req;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n", 19, plain);
+	if (strcmp(url, "/metrics"))
+		return respond(c, MHD_HTTP_NOT_FOUND, "not found: the metrics are at /metrics\n", 39,
+			       plain);
+	/* The copy is a memcpy of some kilobytes: the loop waits no longer than that to publish. */
+	pthread_mutex_lock(&m->lock);
+	ret = respond(c, MHD_HTTP_OK, m->text, m->len, "text/plain; version=0.0.4; charset=utf-8");
+	pthread_mutex_unlock(&m->lock);
+	return ret;
+}
+
+/* The library's complaints (a connection refused at the limit, ...): a flood says them often. */
+__attribute__((format(printf, 2, 0)))
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	pr_debug("metrics: %s", msg);
+}
+
+struct metrics *metrics__start(const char *spec)
+{
+	struct sockaddr_storage addr;
+	struct metrics *m;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int err;
+
+	err = metrics_parse_listen(spec, &addr);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	pthread_mutex_init(&m->lock, NULL);
+	snprintf(m->version, sizeof(m->version), "%d.%d", PERFMAP_VERSION_MAJOR,
+		 PERFMAP_VERSION_MINOR);
+	m->text = calloc(1, METRICS_TEXT_MAX);
+	m->next = calloc(1, METRICS_TEXT_MAX);
+	if (!m->text || !m->next) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	if (addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* epoll: the agent's fds go past FD_SETSIZE (raise_fd_limit()), where select() cannot look. */
+	/* The logger first: the library says what comes before it on stderr, unbounded. */
+	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_MAX,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_END);
+	if (!m->mhd) {
+		/* The library says why only in its log; binding is what fails in practice. */
+		errno = errno ?: EADDRNOTAVAIL;
+		goto fail;
+	}
+	return m;
+fail:
+	err = errno;
+	metrics__free(m);
+	errno = err;
+	return NULL;
+}
+
+static void count_jit(const struct policy_jit *j, void *ctx)
+{
+	(void)j;
+	(*(uint64_t *)ctx)++;
+}
+
+static void gather(struct metrics *m, const struct status_sources *src, struct metrics_values *v)
+{
+	const struct policy_stats *s = policy__stats(src->policy);
+	struct archive_stats as;
+	uint64_t lost = 0;
+
+	*v = (struct metrics_values){
+		.version = m->version, .bpf = events__kind(src->events),
+		.exec_maps = src->exec_source,
+		.uptime_s = (clock_mono_ns() - src->started_ns) / 1000000000,
+		.processes = policy__processes(src->policy),
+		.events_fork = events__received(src->events, 1),
+		.events_exec = events__received(src->events, 2),
+		.events_exit = events__received(src->events, 3),
+		.events_dropped = events__dropped(src->events), .resyncs = src->resyncs,
+		.copies_created = s->copies_created, .copies_appended = s->copies_appended,
+		.copies_by_runtime = s->copies_by_runtime,
+		.copies_skipped_exec = s->copies_skipped_exec,
+		.copies_over_budget = s->copies_over_budget, .copy_bytes = s->copy_bytes,
+		.copy_entries_left_out = s->copy_entries_left_out,
+		.copy_latency_sum_ns = s->copy_latency_sum_ns,
+		.retained = policy__retained(src->policy),
+		.archive_max_bytes = src->archive_max_bytes,
+		.exec_archived = s->exec_archived, .exec_dropped = s->exec_dropped,
+		.exec_kept = s->exec_kept, .stale_archived = s->stale_archived,
+		.ambiguous_kept = s->ambiguous_kept, .by_index = s->by_index,
+		.by_identity = s->by_identity, .by_mappings = s->by_mappings,
+		.lost_symbols_total = s->lost_symbols_total,
+		.lost_symbols_named = s->lost_symbols_named,
+		.err_policy = s->errors, .err_copy = s->copies_failed,
+	};
+	memcpy(v->copy_latency, s->copy_latency, sizeof(v->copy_latency));
+	archive__usage(src->ar, &v->archive_files, &v->archive_bytes);
+	archive__stats(src->ar, &as);
+	v->archived = as.archived;
+	v->archive_evicted = as.evicted;
+	v->err_archive = as.failed;
+	if (src->mirrors) {
+		const struct mirror_stats *ms = mirrors__stats(src->mirrors);
+
+		v->mirroring = true;
+		v->mirrors = mirrors__active(src->mirrors);
+		v->mirrors_started = ms->started;
+		v->mirror_bytes = ms->bytes;
+		v->mirror_behind_bytes = mirrors__behind(src->mirrors);
+		v->mirror_lag_p99_ms = mirrors__lag_p99_ms(src->mirrors);
+		v->mirror_lag_max_ms = ms->lag_max_ms;
+		v->ns_ambiguous = ms->ambiguous;
+		v->err_ns_copy = ms->ns_copies_failed;
+	}
+	if (src->execmap)
+		v->err_exec_maps_lost = execmap__lost(src->execmap);
+	policy__for_each_jit(src->policy, count_jit, &v->jit_processes, &lost);
+	v->lost_symbol_processes = lost;
+}
+
+void metrics__update(struct metrics *m, const struct status_sources *src)
+{
+	struct metrics_values v;
+	size_t len;
+	char *old;
+
+	gather(m, src, &v);
+	len = metrics_render(&v, m->next, METRICS_TEXT_MAX);
+	pthread_mutex_lock(&m->lock);
+	old = m->text;
+	m->text = m->next;
+	m->len = len;
+	pthread_mutex_unlock(&m->lock);
+	m->next = old;
+}
+
+void metrics__free(struct metrics *m)
+{
+	if (!m)
+		return;
+	/* Joins the library's thread: no request reads the text after this. */
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->text);
+	free(m->next);
+	free(m);
+}

@@ -1,0 +1,252 @@
+/*
+ * The Prometheus text exposition format (version 0.0.4) of the agent's
+ * counters. Names follow Prometheus's conventions: a perfmapd_ prefix,
+ * _total on counters, seconds and bytes; labels name kinds, never pids.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "metrics_text.h"
+
+void mtext_init(struct mtext *m, char *buf, size_t cap)
+{
+	*m = (struct mtext){ .buf = buf, .cap = cap };
+	if (cap)
+		buf[0] = '\0';
+}
+
+/* A line, or nothing: a line cut in the middle would make the whole scrape unparsable. */
+__attribute__((format(printf, 2, 3)))
+static void line(struct mtext *m, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (m->len >= m->cap) {
+		m->cut = true;
+		return;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(m->buf + m->len, m->cap - m->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= m->cap - m->len) {
+		m->buf[m->len] = '\0';
+		m->cut = true;
+		return;
+	}
+	m->len += (size_t)n;
+}
+
+void mtext_family(struct mtext *m, const char *name, const char *type, const char *help)
+{
+	line(m, "# HELP %s %s\n", name, help);
+	line(m, "# TYPE %s %s\n", name, type);
+}
+
+/* A label value as the format wants it: backslash, double quote and newline escaped. */
+static void escape(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *in && o + 3 <= len; in++) {
+		if (*in == '\\' || *in == '"') {
+			out[o++] = '\\';
+			out[o++] = *in;
+		} else if (*in == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *in;
+		}
+	}
+	out[o] = '\0';
+}
+
+void mtext_sample(struct mtext *m, const char *name, const char *label, const char *value,
+		  uint64_t v)
+{
+	char esc[256];
+
+	if (!label) {
+		line(m, "%s %llu\n", name, (unsigned long long)v);
+		return;
+	}
+	escape(value ? value : "", esc, sizeof(esc));
+	line(m, "%s{%s=\"%s\"} %llu\n", name, label, esc, (unsigned long long)v);
+}
+
+void mtext_sample_f(struct mtext *m, const char *name, double v)
+{
+	line(m, "%s %.9g\n", name, v);
+}
+
+void mtext_histogram(struct mtext *m, const char *name, const char *help, const double *bounds,
+		     const uint64_t *counts, size_t n, double sum)
+{
+	uint64_t cum = 0;
+	size_t i;
+
+	mtext_family(m, name, "histogram", help);
+	for (i = 0; i < n; i++) {
+		cum += counts[i];
+		line(m, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+	}
+	cum += counts[n];
+	line(m, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+	line(m, "%s_sum %.9g\n", name, sum);
+	line(m, "%s_count %llu\n", name, (unsigned long long)cum);
+}
+
+/* A family of one sample without labels. */
+static void one(struct mtext *m, const char *name, const char *type, const char *help, uint64_t v)
+{
+	mtext_family(m, name, type, help);
+	mtext_sample(m, name, NULL, NULL, v);
+}
+
+static void build_info(struct mtext *m, const struct metrics_values *v)
+{
+	char ver[64], bpf[64], exec[64];
+
+	escape(v->version, ver, sizeof(ver));
+	escape(v->bpf, bpf, sizeof(bpf));
+	escape(v->exec_maps, exec, sizeof(exec));
+	mtext_family(m, "perfmapd_build_info", "gauge",
+		     "Always 1: perfmapd's version, the BPF program kind loaded and where executable mappings are learned.");
+	line(m, "perfmapd_build_info{version=\"%s\",bpf=\"%s\",exec_maps=\"%s\"} 1\n", ver, bpf, exec);
+}
+
+static void events(struct mtext *m, const struct metrics_values *v)
+{
+	static const char n[] = "perfmapd_events_total";
+
+	mtext_family(m, n, "counter", "Process events read from the BPF ring buffer, by kind.");
+	mtext_sample(m, n, "kind", "fork", v->events_fork);
+	mtext_sample(m, n, "kind", "exec", v->events_exec);
+	mtext_sample(m, n, "kind", "exit", v->events_exit);
+	one(m, "perfmapd_events_dropped_total", "counter",
+	    "Events the BPF side could not queue: the ring buffer was full.", v->events_dropped);
+	one(m, "perfmapd_resyncs_total", "counter",
+	    "Scans of /proc after dropped events.", v->resyncs);
+	one(m, "perfmapd_processes", "gauge", "Processes tracked.", v->processes);
+}
+
+static void copies(struct mtext *m, const struct metrics_values *v)
+{
+	static const double bounds[POLICY_COPY_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005, 0.01,
+							     0.025, 0.05, 0.1, 0.25, 1 };
+	static const char n[] = "perfmapd_fork_copies_total";
+	static const char s[] = "perfmapd_fork_copies_skipped_total";
+
+	mtext_family(m, n, "counter",
+		     "Forked children given their parent's map entries, by kind: a new map, appended to the child's own, or copied by the runtime itself.");
+	mtext_sample(m, n, "kind", "created", v->copies_created);
+	mtext_sample(m, n, "kind", "appended", v->copies_appended);
+	mtext_sample(m, n, "kind", "by_runtime", v->copies_by_runtime);
+	mtext_family(m, s, "counter",
+		     "Fork copies not made, by reason: the child exec'd first, or its uid's copy budget was spent.");
+	mtext_sample(m, s, "reason", "exec", v->copies_skipped_exec);
+	mtext_sample(m, s, "reason", "over_budget", v->copies_over_budget);
+	mtext_histogram(m, "perfmapd_fork_copy_seconds",
+			"Time from a fork to the child's new map at its path, of copies whose times are exact.",
+			bounds, v->copy_latency, POLICY_COPY_BUCKETS, v->copy_latency_sum_ns / 1e9);
+	one(m, "perfmapd_fork_copy_bytes_total", "counter", "Bytes written by fork copies.",
+	    v->copy_bytes);
+	one(m, "perfmapd_fork_copy_entries_left_out_total", "counter",
+	    "Entries naming memory a child did not inherit, left out of its copy.",
+	    v->copy_entries_left_out);
+}
+
+static void maps(struct mtext *m, const struct metrics_values *v)
+{
+	one(m, "perfmapd_retained_maps", "gauge",
+	    "Exited processes' maps kept at their paths for --retention.", v->retained);
+	one(m, "perfmapd_archived_maps_total", "counter", "Maps stored in the archive.", v->archived);
+	one(m, "perfmapd_archive_evicted_maps_total", "counter",
+	    "Archived maps the --archive-max-bytes quota deleted.", v->archive_evicted);
+	one(m, "perfmapd_archive_files", "gauge", "Maps the archive holds.", v->archive_files);
+	one(m, "perfmapd_archive_bytes", "gauge", "Bytes the archive holds.", v->archive_bytes);
+	one(m, "perfmapd_archive_max_bytes", "gauge", "The archive's quota (--archive-max-bytes).",
+	    v->archive_max_bytes);
+}
+
+static void mirrors(struct mtext *m, const struct metrics_values *v)
+{
+	one(m, "perfmapd_mirroring", "gauge",
+	    "1 when maps of processes in other namespaces (containers) are mirrored, 0 with --no-mirrors.",
+	    v->mirroring);
+	one(m, "perfmapd_mirrors", "gauge", "Container maps mirrored to the map directory now.",
+	    v->mirrors);
+	one(m, "perfmapd_mirrors_started_total", "counter", "Mirrors started.", v->mirrors_started);
+	one(m, "perfmapd_mirror_bytes_total", "counter", "Bytes written to mirrors.", v->mirror_bytes);
+	one(m, "perfmapd_mirror_behind_bytes", "gauge",
+	    "Bytes written in containers not yet mirrored.", v->mirror_behind_bytes);
+	mtext_family(m, "perfmapd_mirror_lag_p99_seconds", "gauge",
+		     "99th percentile of the recent lag from a write in a container to its mirror.");
+	mtext_sample_f(m, "perfmapd_mirror_lag_p99_seconds", v->mirror_lag_p99_ms / 1e3);
+	mtext_family(m, "perfmapd_mirror_lag_max_seconds", "gauge",
+		     "Largest lag from a write in a container to its mirror.");
+	mtext_sample_f(m, "perfmapd_mirror_lag_max_seconds", v->mirror_lag_max_ms / 1e3);
+}
+
+static void decisions(struct mtext *m, const struct metrics_values *v)
+{
+	static const char n[] = "perfmapd_decisions_total";
+	static const char e[] = "perfmapd_decisions_by_evidence_total";
+
+	mtext_family(m, n, "counter",
+		     "Exec and pid-reuse decisions by kind: the old image's map archived, only the agent's copy dropped, the new image's own kept, an earlier holder's archived, or the evidence could not tell and the map was kept.");
+	mtext_sample(m, n, "kind", "exec_archived", v->exec_archived);
+	mtext_sample(m, n, "kind", "exec_dropped", v->exec_dropped);
+	mtext_sample(m, n, "kind", "exec_kept", v->exec_kept);
+	mtext_sample(m, n, "kind", "stale_archived", v->stale_archived);
+	mtext_sample(m, n, "kind", "ambiguous_kept", v->ambiguous_kept);
+	mtext_sample(m, n, "kind", "container_ambiguous", v->ns_ambiguous);
+	mtext_family(m, e, "counter", "Which evidence settled each decision.");
+	mtext_sample(m, e, "evidence", "index", v->by_index);
+	mtext_sample(m, e, "evidence", "identity", v->by_identity);
+	mtext_sample(m, e, "evidence", "mappings", v->by_mappings);
+}
+
+static void jit(struct mtext *m, const struct metrics_values *v)
+{
+	one(m, "perfmapd_jit_processes", "gauge", "Processes running JIT code.", v->jit_processes);
+	one(m, "perfmapd_lost_symbol_processes", "gauge",
+	    "Processes running JIT code with no map now: perf shows their JIT frames as hex.",
+	    v->lost_symbol_processes);
+	one(m, "perfmapd_lost_symbols_total", "counter",
+	    "Processes found running JIT code with no map.", v->lost_symbols_total);
+	one(m, "perfmapd_lost_symbols_named_later_total", "counter",
+	    "Of those, processes whose map appeared later.", v->lost_symbols_named);
+}
+
+static void errors(struct mtext *m, const struct metrics_values *v)
+{
+	static const char n[] = "perfmapd_errors_total";
+
+	mtext_family(m, n, "counter",
+		     "Errors by kind: the policy's moves and removals, fork copies, archive stores, copies in containers, mmap reports lost.");
+	mtext_sample(m, n, "kind", "policy", v->err_policy);
+	mtext_sample(m, n, "kind", "fork_copy", v->err_copy);
+	mtext_sample(m, n, "kind", "archive", v->err_archive);
+	mtext_sample(m, n, "kind", "container_copy", v->err_ns_copy);
+	mtext_sample(m, n, "kind", "exec_maps_lost", v->err_exec_maps_lost);
+}
+
+size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
+{
+	struct mtext m;
+
+	mtext_init(&m, buf, cap);
+	build_info(&m, v);
+	one(&m, "perfmapd_uptime_seconds", "gauge", "Seconds since the agent started.", v->uptime_s);
+	events(&m, v);
+	copies(&m, v);
+	maps(&m, v);
+	mirrors(&m, v);
+	decisions(&m, v);
+	jit(&m, v);
+	errors(&m, v);
+	return m.len;
+}

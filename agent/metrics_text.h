@@ -1,0 +1,63 @@
+/* The Prometheus text exposition of the agent's counters: a pure renderer, no sockets. */
+#ifndef PERFMAPD_METRICS_TEXT_H
+#define PERFMAPD_METRICS_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+/* What the exposition shows: read from the agent's pieces by metrics.c, in the loop's thread. */
+struct metrics_values {
+	const char *version;           /* perfmapd's, as --version prints it */
+	const char *bpf;               /* BPF program kind loaded: tp_btf or raw_tp */
+	const char *exec_maps;         /* how executable mappings are learned */
+	uint64_t uptime_s;
+	uint64_t processes;            /* tracked now */
+	uint64_t events_fork, events_exec, events_exit;
+	uint64_t events_dropped;       /* the ring buffer was full */
+	uint64_t resyncs;              /* scans of /proc after drops */
+	uint64_t copies_created, copies_appended, copies_by_runtime;
+	uint64_t copies_skipped_exec, copies_over_budget;
+	uint64_t copy_bytes, copy_entries_left_out;
+	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];  /* per bucket, not cumulative */
+	uint64_t copy_latency_sum_ns;
+	uint64_t retained;             /* exited processes' maps at their paths now */
+	uint64_t archived, archive_evicted, archive_files, archive_bytes, archive_max_bytes;
+	bool mirroring;
+	uint64_t mirrors, mirrors_started, mirror_bytes, mirror_behind_bytes;
+	uint64_t mirror_lag_p99_ms, mirror_lag_max_ms;
+	uint64_t exec_archived, exec_dropped, exec_kept, stale_archived, ambiguous_kept;
+	uint64_t ns_ambiguous;         /* mirrors: a container's map whose writer could not be told */
+	uint64_t by_index, by_identity, by_mappings;
+	uint64_t jit_processes, lost_symbol_processes, lost_symbols_total, lost_symbols_named;
+	uint64_t err_policy, err_copy, err_archive, err_ns_copy, err_exec_maps_lost;
+};
+
+/* A buffer the exposition is written into; a line that does not fit is left out whole. */
+struct mtext {
+	char *buf;
+	size_t len, cap;
+	bool cut;                      /* a line was left out */
+};
+
+void mtext_init(struct mtext *m, char *buf, size_t cap);
+/* "# HELP" and "# TYPE" lines of a family; @type is counter, gauge or histogram. */
+void mtext_family(struct mtext *m, const char *name, const char *type, const char *help);
+/* One sample; @label may be NULL (no labels), @value is escaped. */
+void mtext_sample(struct mtext *m, const char *name, const char *label, const char *value,
+		  uint64_t v);
+/* A sample of a fractional value (seconds). */
+void mtext_sample_f(struct mtext *m, const char *name, double v);
+/*
+ * A histogram family: @counts per bucket (not cumulative) of @n upper bounds
+ * @bounds, and one more past the last; written cumulative with _sum and _count.
+ */
+void mtext_histogram(struct mtext *m, const char *name, const char *help, const double *bounds,
+		     const uint64_t *counts, size_t n, double sum);
+
+/* The whole exposition of @v into @buf (NUL-terminated); its length. */
+size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap);
+
+#endif /* PERFMAPD_METRICS_TEXT_H */

@@ -4,12 +4,12 @@
 #                      perfmapd (BPF object and skeleton in build/bpf/)
 #   make deps          install missing Debian build and test packages
 #   make test          deps, build, every test (unit, ASan+UBSan, CLI, clang, fuzz,
-#                      install, and the agent's integration tests, on the plain
+#                      install, man pages, and the agent's integration tests, on the plain
 #                      agent and on an ASan+UBSan one: root and BPF)
 #   make bench         the writer beside write() and CPython; the agent's latency and
 #                      cost to the host, with and without it (root)
 #   make fuzz          a longer run of each libFuzzer target (FUZZ_SECONDS=300 each)
-#   make install       PREFIX=/usr/local DESTDIR=
+#   make install       PREFIX=/usr/local DESTDIR= (man pages in $(PREFIX)/share/man/man8)
 #   make run           deps, build, run the agent in the foreground
 
 PREFIX ?= /usr/local
@@ -17,6 +17,7 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 
 ifeq ($(origin CC),default)
@@ -165,10 +166,11 @@ $(CTL): $(CTL_OBJS) $(LIBA)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
-		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(CTL) $(DESTDIR)$(BINDIR)/perfmapctl
 	install -m 0755 $(AGENTD) $(DESTDIR)$(BINDIR)/perfmapd
 	install -m 0644 perfmap/include/perfmap.h $(DESTDIR)$(INCLUDEDIR)/perfmap.h
+	install -m 0644 man/perfmapd.8 man/perfmapctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libperfmap.a
 	install -m 0755 $(LIBSO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(VERSION)
 	ln -sf libperfmap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(SOVERSION)
@@ -180,7 +182,8 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/perfmapctl $(DESTDIR)$(BINDIR)/perfmapd \
 		$(DESTDIR)$(INCLUDEDIR)/perfmap.h \
 		$(DESTDIR)$(LIBDIR)/libperfmap.a $(DESTDIR)$(LIBDIR)/libperfmap.so* \
-		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc
+		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc \
+		$(DESTDIR)$(MANDIR)/man8/perfmapd.8 $(DESTDIR)$(MANDIR)/man8/perfmapctl.8
 
 clean:
 	rm -rf $(O)

@@ -181,7 +181,8 @@ static void lost_staged(struct archive *ar, const struct staged_rec *rec, int er
 /* Bring the archive within its bounds, by the index: no listing. */
 static void enforce(struct archive *ar)
 {
-	uint64_t n = quota__enforce(ar->quota, ar->dir_fd, ar->cfg.dir, ar->cfg.max_bytes,
+	uint64_t n = quota__enforce(ar->quota, ar->dir_fd, ar->cfg.dir,
+				    __atomic_load_n(&ar->cfg.max_bytes, __ATOMIC_RELAXED),
 				    ar->cfg.max_files_per_uid);
 
 	__atomic_fetch_add(&ar->stats.evicted, n, __ATOMIC_RELAXED);
@@ -498,6 +499,12 @@ free_ar:
 	archive__free(ar);
 	errno = -err;
 	return NULL;
+}
+
+void archive__set_max_bytes(struct archive *ar, uint64_t max_bytes)
+{
+	/* The worker reads it in enforce(): atomic, no lock needed for one word. */
+	__atomic_store_n(&ar->cfg.max_bytes, max_bytes, __ATOMIC_RELAXED);
 }
 
 void archive__free(struct archive *ar)

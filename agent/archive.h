@@ -63,6 +63,8 @@ struct archive;
 struct archive *archive__open(const struct archive_config *cfg);
 /* Stop the worker after the map in hand; queued ones stay staged for the next start. */
 void archive__free(struct archive *ar);
+/* A new quota (a SIGHUP): the worker holds the archive to it from its next store on. */
+void archive__set_max_bytes(struct archive *ar, uint64_t max_bytes);
 
 /*
  * Move the map at @pid's path, which must be (@dev, @ino) and, unless

@@ -90,6 +90,22 @@ static struct bucket *bucket_of(struct budget *b, uid_t uid, uint64_t now_ns)
 	return k;
 }
 
+void budget__set(struct budget *b, uint64_t rate, uint64_t burst)
+{
+	struct pidmap_node *n, *next;
+	struct bucket *k;
+	size_t i;
+
+	/* level_at() counts on no level above the burst. */
+	pidmap_for_each(&b->uids, i, n, next) {
+		k = (struct bucket *)n;
+		if (k->level > burst)
+			k->level = burst;
+	}
+	b->rate = rate;
+	b->burst = burst;
+}
+
 bool budget__take(struct budget *b, uid_t uid, uint64_t bytes, uint64_t now_ns)
 {
 	struct bucket *k;

@@ -15,6 +15,11 @@ struct budget;
 /* @rate bytes a second for each uid, at most @burst saved up; a rate of 0 is no bound. */
 struct budget *budget__new(uint64_t rate, uint64_t burst);
 void budget__free(struct budget *b);
+/*
+ * A new @rate and @burst (a SIGHUP): what each uid has saved up stays, up
+ * to the new burst; nothing is handed out for the change.
+ */
+void budget__set(struct budget *b, uint64_t rate, uint64_t burst);
 /* Spend @bytes of @uid's budget at @now_ns: false (nothing spent) when it has fewer. */
 bool budget__take(struct budget *b, uid_t uid, uint64_t bytes, uint64_t now_ns);
 /* Give back what a copy did not use; take more for what it used beyond its estimate. */

@@ -1,6 +1,7 @@
 /*
  * The agent's state, shared by perfmapd.c (its pieces wired together),
- * options.c (the command line) and loop.c (the event loop).
+ * options.c (the command line), config.c (the config file), reload.c
+ * (SIGHUP) and loop.c (the event loop).
  */
 #ifndef PERFMAPD_DAEMON_H
 #define PERFMAPD_DAEMON_H
@@ -14,6 +15,7 @@
 #include "execmap.h"
 #include "instance.h"
 #include "jitscan.h"
+#include "log.h"
 #include "mapwatch.h"
 #include "metrics.h"
 #include "mirror.h"
@@ -40,6 +42,11 @@ struct daemon_config {
 	const char *metrics_listen;   /* HOST:PORT of the metrics endpoint; NULL: none */
 	struct events_config events;
 	bool dry_run;
+	enum log_level log_level;
+	const char *config_path;      /* --config, or /etc/perfmapd.conf */
+	bool config_explicit;         /* --config given: a missing file is an error */
+	uint64_t cmdline_set;         /* 1 << enum opt_id (options.h) of each option given: they win */
+	char *config_text;            /* the file's text, which its values point into; config__free() */
 };
 
 /* The agent: its pieces, wired together here and nowhere else. */
@@ -66,10 +73,18 @@ struct daemon {
 	uint64_t relisted_ns;         /* CLOCK_BOOTTIME of the last listing after start */
 	uint64_t rescans, rescans_deferred;
 	bool stop;
+	int argc;                     /* the command line, read again on SIGHUP */
+	char **argv;
 };
 
-/* options.c: the command line into @cfg; 0 or -EINVAL (said); --help and --version exit. */
+/*
+ * options.c: the command line into @cfg, each option given marked in
+ * cfg->cmdline_set; 0 or -EINVAL (said); --help and --version exit.
+ */
 int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg);
+
+/* reload.c: SIGHUP: the config file and the command line read again, what may change applied. */
+void daemon__reload(struct daemon *d);
 
 /* loop.c: the signals the loop reads, blocked before any thread starts. */
 void daemon__block_signals(void);

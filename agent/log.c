@@ -43,6 +43,11 @@ int log_parse_level(const char *s, enum log_level *out)
 	return -1;
 }
 
+void log_set_level(enum log_level level)
+{
+	__atomic_store_n(&log_max_level, level, __ATOMIC_RELAXED);
+}
+
 /* ---- escaping ---- */
 
 /* The length of the valid UTF-8 sequence at @s (@len bytes left), or 0. */
@@ -279,7 +284,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
-	if (level > log_max_level)
+	/* Atomic: a SIGHUP sets it while workers log. */
+	if (level > __atomic_load_n(&log_max_level, __ATOMIC_RELAXED))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);

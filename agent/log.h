@@ -15,6 +15,8 @@ extern int log_fd;
 extern uint64_t (*log_clock)(void);
 
 int log_parse_level(const char *s, enum log_level *out);
+/* The level from now on, for every thread (a SIGHUP). */
+void log_set_level(enum log_level level);
 /*
  * One line. The formatted message is escaped whole (log_escape() without
  * LOG_ESC_REVERSIBLE): no argument, whoever controls it, can end the line or

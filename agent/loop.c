@@ -117,6 +117,8 @@ static void on_signal(struct daemon *d, struct loop *l)
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			pr_info("%s: stopping; maps stay as they are", strsignal(si.ssi_signo));
 			d->stop = true;
+		} else if (si.ssi_signo == SIGHUP) {
+			daemon__reload(d);
 		}
 	}
 }

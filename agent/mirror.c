@@ -650,6 +650,11 @@ free_m:
 	return NULL;
 }
 
+void mirrors__set_budget(struct mirrors *m, uint64_t rate, uint64_t burst)
+{
+	budget__set(m->budget, rate, burst);
+}
+
 void mirrors__free(struct mirrors *m)
 {
 	struct pidmap_node *n, *next;

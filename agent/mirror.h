@@ -56,6 +56,8 @@ struct mirrors;
 
 struct mirrors *mirrors__new(const struct mirror_config *cfg);
 void mirrors__free(struct mirrors *m);
+/* A new copy budget for the mirrors (a SIGHUP). */
+void mirrors__set_budget(struct mirrors *m, uint64_t rate, uint64_t burst);
 /* The inotify fd for the loop's epoll; mirrors__on_inotify() when readable. */
 int mirrors__fd(const struct mirrors *m);
 void mirrors__on_inotify(struct mirrors *m, uint64_t now_ns);

@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "config.h"
 #include "daemon.h"
 #include "execprobe.h"
 #include "log.h"
+#include "options.h"
 #include "perfmap_tools.h"
 #include "privs.h"
 #include "procfs.h"
@@ -259,27 +261,19 @@ static void daemon_close(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = {
-		.cfg = {
-			.map_dir = "/tmp",
-			.archive_dir = "/var/lib/perfmapd/archive",
-			.run_dir = PERFMAPD_RUN_DIR,
-			.ns_map_dir = "/tmp",
-			.status_gid = STATUS_NO_GROUP,
-			.retention_s = 600,
-			.archive_max_bytes = 256ull << 20,
-			.max_map_bytes = 256ull << 20,
-			/* A 10 MB map forked 100 times a second is 1000 MB/s: within both. */
-			.copy_budget = 1ull << 30,
-			.copy_burst = 2ull << 30,
-			.events = { .ringbuf_bytes = 1u << 20, .programs = BPF_PROGS_AUTO },
-		},
-		.map_dir_fd = -1,
-	};
+	struct daemon d = { .map_dir_fd = -1, .argc = argc, .argv = argv };
+	char err_text[512];
 	int err;
 
+	/* The defaults, the command line, then the config file where the command line is silent. */
+	daemon__config_defaults(&d.cfg);
 	if (daemon__parse_args(argc, argv, &d.cfg))
 		return 2;
+	if (config__load(&d.cfg, err_text, sizeof(err_text))) {
+		fprintf(stderr, "perfmapd: %s\n", err_text);
+		return 2;
+	}
+	log_set_level(d.cfg.log_level);
 	daemon__block_signals();
 	raise_fd_limit();
 	d.started_ns = clock_mono_ns();
@@ -306,5 +300,6 @@ int main(int argc, char **argv)
 close_daemon:
 	daemon_close(&d);
 	log_flush(true);
+	config__free(&d.cfg);
 	return err ? 1 : 0;
 }

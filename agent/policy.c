@@ -637,6 +637,15 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	return p;
 }
 
+void policy__set_limits(struct policy *p, uint64_t retention_ns, uint64_t copy_rate,
+			uint64_t copy_burst)
+{
+	p->cfg.retention_ns = retention_ns;
+	p->cfg.copy_rate = copy_rate;
+	p->cfg.copy_burst = copy_burst;
+	budget__set(p->copy_budget, copy_rate, copy_burst);
+}
+
 void policy__free(struct policy *p)
 {
 	if (!p)

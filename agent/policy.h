@@ -138,6 +138,12 @@ struct policy;
 
 struct policy *policy__new(const struct policy_config *cfg, struct mapstore store);
 void policy__free(struct policy *p);
+/*
+ * What a SIGHUP may change: the retention of maps of processes that exit
+ * from now on (those retained keep their deadlines), and the copy budget.
+ */
+void policy__set_limits(struct policy *p, uint64_t retention_ns, uint64_t copy_rate,
+			uint64_t copy_burst);
 
 /*
  * Handle one event. @now_ns is CLOCK_BOOTTIME, like every time the policy

@@ -593,6 +593,79 @@ test_exit_archive() {
 	stop_agent || fail "exit_archive: perfmapd exited non-zero"
 }
 
+# The config file (--config): its options under the command line's; SIGHUP
+# reads it again and changes what may change at once (retention, quota,
+# budget, log level), says what needs a restart, and keeps everything when
+# the file is bad; a file others may write is refused at start.
+config_sighup() {   # config_sighup PATTERN: SIGHUP, then wait for PATTERN in the agent's log
+	local before
+	before=$(grep -c "SIGHUP: " "$AGENT_LOG")
+	kill -HUP "$AGENT_PID"
+	wait_for 10 eval '[ "$(grep -c "SIGHUP: " "$AGENT_LOG")" -gt "$before" ]' &&
+		grep "SIGHUP: " "$AGENT_LOG" | tail -n 2 | grep -qF -- "$1"
+}
+
+test_config() {
+	local d a conf=$WORK/perfmapd.conf pid t0 ms out rc
+	printf '# the agent of test_config\nretention = 1h\n\narchive-max-bytes = 1M\nlog-level = info\n' >"$conf"
+	chmod 644 "$conf"
+	start_scenario config config --config "$conf" --archive-max-bytes 2M || return
+	check "config: retention from the file (retention_s $(status_of "$d" retention_s))" \
+		status_is "$d" retention_s 3600
+	check "config: the command line beats the file (archive_max_bytes $(status_of "$d" archive_max_bytes))" \
+		status_is "$d" archive_max_bytes 2097152
+
+	printf 'retention = 2s\nlog-level = debug\narchive-max-bytes = 8M\nringbuf-size = 2M\n' >"$conf"
+	check "config: SIGHUP says what changed" \
+		config_sighup "SIGHUP: $conf: retention 3600s -> 2s, log-level info -> debug"
+	check "config: ...and what needs a restart" \
+		grep -qF "SIGHUP: $conf: ringbuf-size needs a restart (kept 1M, not 2M)" "$AGENT_LOG"
+	check "config: retention_s is 2 after SIGHUP ($(status_of "$d" retention_s))" status_is "$d" retention_s 2
+	check "config: the command line still beats the file ($(status_of "$d" archive_max_bytes))" \
+		status_is "$d" archive_max_bytes 2097152
+	"$FORKJIT" --dir "$d" --entries 10 --prefix cfgexit &
+	pid=$!
+	wait "$pid"
+	t0=$(date +%s%N)
+	check "config: an exit after the reload is kept 2 s" \
+		wait_for 10 grep -q "exit $pid .* stays for 2s" "$AGENT_LOG"
+	if wait_for 15 test ! -e "$d/perf-$pid.map"; then
+		ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+		check "config: ...and archived after about 2 s (gone after $ms ms)" \
+			eval '[ "$ms" -ge 1500 ] && [ "$ms" -le 12000 ]'
+		check "config: its entries are in the archive" wait_for 10 archived "$a" "$pid" cfgexit_9
+	else
+		fail "config: the map was not archived within 15 s of a 2 s retention"
+	fi
+	check "config: debug lines (each event) after log-level debug, none before" \
+		eval '[ "$(sed -n "/SIGHUP: /q; /perfmapd: event /p" "$AGENT_LOG" | wc -l)" = 0 ] &&
+			grep -q "perfmapd: event exit $pid " "$AGENT_LOG"'
+
+	printf 'retention = 5s\nretentoin = 1s\n' >"$conf"
+	check "config: a bad file on SIGHUP changes nothing and says why" \
+		config_sighup "SIGHUP: $conf:2: unknown key \"retentoin\"; nothing changed"
+	check "config: retention_s still 2 ($(status_of "$d" retention_s))" status_is "$d" retention_s 2
+	printf 'retention = 5s\n' >"$conf"
+	chmod 664 "$conf"
+	check "config: a group-writable file on SIGHUP is refused, nothing changed" \
+		config_sighup "writable by its group (mode 0664); refused: the agent runs as root; nothing changed"
+	check "config: retention_s still 2 ($(status_of "$d" retention_s))" status_is "$d" retention_s 2
+	check "config: the agent keeps running" kill -0 "$AGENT_PID"
+	stop_agent || fail "config: perfmapd exited non-zero"
+
+	# shellcheck disable=SC2086 # words of options
+	out=$(timeout 10 "$BUILD/perfmapd" ${PERFMAPD_TEST_AGENT_ARGS:-} --config "$conf" \
+		--map-dir "$d" --archive-dir "$a" 2>&1)
+	rc=$?
+	check "config: a group-writable file is refused at start (rc $rc): '$out'" \
+		eval '[ $rc = 2 ] && grep -qF "$conf: writable by its group (mode 0664); refused: the agent runs as root" <<<"$out"'
+	out=$(timeout 10 "$BUILD/perfmapd" ${PERFMAPD_TEST_AGENT_ARGS:-} --config "$WORK/none.conf" \
+		--map-dir "$d" --archive-dir "$a" 2>&1)
+	rc=$?
+	check "config: a missing --config is an error (rc $rc): '$out'" \
+		eval '[ $rc = 2 ] && grep -qF "$WORK/none.conf: No such file or directory" <<<"$out"'
+}
+
 # JITs that write their map and exit at once, their exec read late: each map
 # stays for the retention. An exiting process's mappings are going away and
 # prove nothing (an early version archived such maps as an old image's).

@@ -8,7 +8,8 @@ fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
 make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/perfmap >/dev/null
 prefix=$stage/opt/perfmap
 for f in bin/perfmapctl include/perfmap.h lib/libperfmap.a lib/libperfmap.so \
-	lib/libperfmap.so.0 lib/pkgconfig/perfmap.pc; do
+	lib/libperfmap.so.0 lib/pkgconfig/perfmap.pc share/man/man8/perfmapd.8 \
+	share/man/man8/perfmapctl.8; do
 	[ -e "$prefix/$f" ] || fail "$f not installed"
 done
 grep -qx 'prefix=/opt/perfmap' "$prefix/lib/pkgconfig/perfmap.pc" || fail "perfmap.pc ignores PREFIX"
@@ -34,4 +35,7 @@ map=$(ls "$stage"/perf-*.map)
 [ "$(wc -l <"$map")" -eq 3 ] || fail "example map has $(wc -l <"$map") lines"
 grep -q ' 1 jit::hello$' "$map" || fail "jit::hello missing"
 "$prefix/bin/perfmapctl" check "$map" >/dev/null || fail "the example's map does not check clean"
-echo "install-test: installed library, header, pkg-config and perfmapctl work"
+# The installed pages are found by man through the prefix, as on a host.
+MANWIDTH=80 man -M "$prefix/share/man" 8 perfmapd 2>/dev/null | grep -q -- '--config FILE' ||
+	fail "man -M PREFIX/share/man 8 perfmapd does not show the page"
+echo "install-test: installed library, header, pkg-config, perfmapctl and man pages work"

@@ -185,6 +185,11 @@ int apply_option(struct daemon_config *cfg, enum opt_id id, const char *value)
 	case OPT_MAX_MAP:
 		return perfmap__parse_bytes(value, &cfg->max_map_bytes) ? -EINVAL : 0;
 	case OPT_COPY_BUDGET:
+		/* 0: no bound, as documented; a size is never 0 elsewhere. */
+		if (!strcmp(value, "0")) {
+			cfg->copy_budget = 0;
+			return 0;
+		}
 		return perfmap__parse_bytes(value, &cfg->copy_budget) ? -EINVAL : 0;
 	case OPT_COPY_BURST:
 		return perfmap__parse_bytes(value, &cfg->copy_burst) ? -EINVAL : 0;

@@ -76,6 +76,9 @@ static void test_keys_are_the_long_options(void **state)
 	assert_int_equal(cfg.exec_maps, EXECMAP_SRC_PROCFS);
 	assert_int_equal(cfg.events.ringbuf_bytes, 65536);
 	assert_string_equal(cfg.metrics_listen, "127.0.0.1:9848");
+	/* 0 is "no bound" for the copy budget, as documented. */
+	assert_int_equal(apply_option(&cfg, OPT_COPY_BUDGET, "0"), 0);
+	assert_int_equal(cfg.copy_budget, 0);
 }
 
 static void test_every_file_option_is_a_key(void **state)

@@ -299,14 +299,13 @@ static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 		budget__settle(p->copy_budget, pr->uid, cost, 0);
 		p->stats.copies_queue_full++;
 		if (err == -EAGAIN) {
-			pr_debug("copy %d -> %d: uid %u has its share of the copy queue; tried again for %llu s",
-				 (int)pr->ppid, (int)pr->tgid, (unsigned int)pr->uid,
-				 (unsigned long long)(COPY_RETRY_NS / 1000000000));
+			pr_debug("copy %d -> %d: uid %u has its share of the copy queue; tried again while the child lives",
+				 (int)pr->ppid, (int)pr->tgid, (unsigned int)pr->uid);
 			return -EBUSY;
 		}
-		pr_info("copy %d -> %d: the copy queue is %s; tried again for %llu s",
+		pr_info("copy %d -> %d: the copy queue is %s; tried again %s",
 			(int)pr->ppid, (int)pr->tgid, err == -EBUSY ? "full" : "out of memory",
-			(unsigned long long)(COPY_RETRY_NS / 1000000000));
+			err == -EBUSY ? "while the child lives" : "for 5 s");
 		return err == -EBUSY ? -EBUSY : -ENOMEM;
 	}
 	p->stats.copies_deferred++;
@@ -386,14 +385,25 @@ static bool copy_again(int err)
 	return err == -EAGAIN || err == -EBUSY || short_of_resources(err);
 }
 
-/* After a try at @pr's copy that returned @ret: wait for a runtime's line or for fds, or give up. */
+/* A copy waiting for room in the worker's queue: it has no deadline (see policy__after_copy). */
+#define RETRY_NO_DEADLINE UINT64_MAX
+
+/*
+ * After a try at @pr's copy that returned @ret: wait for a runtime's line or
+ * for fds (5 s), for room in the worker's queue (while the child lives), or
+ * give up. The queue always drains, only slowly on a loaded host where the
+ * workers' low priority starves them: giving up there would lose the child's
+ * names for nothing but time, and a waiting child costs the tick one look.
+ */
 void policy__after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now_ns)
 {
 	if (ret == -EINPROGRESS)
 		return;  /* the worker's result decides */
-	if (!copy_again(ret)) {
+	if (ret == -EBUSY) {
+		pr->retry_until_ns = RETRY_NO_DEADLINE;
+	} else if (!copy_again(ret)) {
 		pr->retry_until_ns = 0;
-	} else if (!pr->retry_until_ns) {
+	} else if (!pr->retry_until_ns || pr->retry_until_ns == RETRY_NO_DEADLINE) {
 		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
 	} else if (now_ns >= pr->retry_until_ns) {
 		pr->retry_until_ns = 0;
@@ -401,10 +411,6 @@ void policy__after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now
 		if (ret == -EAGAIN)
 			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
 			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid);
-		else if (ret == -EBUSY)
-			pr_err("copy %d -> %d: %s/perf-%d.map not made: the copy queue stayed full for %llu s; given up",
-			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid,
-			       (unsigned long long)(COPY_RETRY_NS / 1000000000));
 		else
 			pr_err("copy %d -> %d: %s/perf-%d.map not made: %s for %llu s; given up",
 			       (int)pr->ppid, (int)pr->tgid, p->cfg.map_dir, (int)pr->tgid,
@@ -465,18 +471,36 @@ void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
 					pr->copy_charged, false, now_ns), now_ns);
 }
 
+/* Uids whose share of the worker's queue was full at this tick: their other waiting copies wait for the next. */
+#define FULL_UIDS_MAX 16
+
+static bool uid_in(const uid_t *uids, size_t n, uid_t uid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (uids[i] == uid)
+			return true;
+	return false;
+}
+
 void policy__retry_copies(struct policy *p, uint64_t now_ns)
 {
+	uid_t full[FULL_UIDS_MAX];
 	struct pidmap_node *n, *next;
+	size_t i, nfull = 0;
 	struct proc *pr;
-	size_t i;
+	int ret;
 
 	pidmap_for_each(&p->procs.map, i, n, next) {
 		pr = proc_of(n);
 		/* One copy at a time: one in the worker tells when it is done. */
 		if (!pr->retry_until_ns || pr->copy_ticket)
 			continue;
-		policy__after_copy(p, pr, policy__copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN,
-						   COPY_OP_CREATE, now_ns), now_ns);
+		/* One refusal a tick per uid: a thousand waiting children cost no thousand opens. */
+		if (pr->retry_until_ns == RETRY_NO_DEADLINE && uid_in(full, nfull, pr->uid))
+			continue;
+		ret = policy__copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN, COPY_OP_CREATE, now_ns);
+		if (ret == -EBUSY && nfull < FULL_UIDS_MAX && !uid_in(full, nfull, pr->uid))
+			full[nfull++] = pr->uid;
+		policy__after_copy(p, pr, ret, now_ns);
 	}
 }

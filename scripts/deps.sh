@@ -16,14 +16,16 @@ set -eu
 # and ambient sets as well as the usual three). Integration tests: perf itself (linux-perf),
 # python3 to read `perfmapctl status --json` back; podman and runc run the container
 # tests' containers (crun, podman's default, refuses a hybrid cgroup layout) and
-# build the agent's image (make image-test). Deployment tests: systemd for
+# build the agent's image (make image-test); catatonit is podman's --init, which
+# the container exec test needs (a namespace's init cannot stop itself), and
+# only a Recommends of podman's, which --no-install-recommends leaves out. Deployment tests: systemd for
 # `systemd-analyze verify` of the unit (make unit-file-test).
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
 # integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
-libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc systemd
+libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
 libmicrohttpd-dev prometheus"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the

@@ -193,11 +193,16 @@ static uint64_t wait_for_map(const struct opts *o, const char *want, size_t len,
 {
 	const char *path = map_path(o, getpid());
 	uint64_t deadline = t_fork + o->wait_ms * 1000000ull, t;
+	long nap_ns = 500000;
 	struct pollfd pfd;
 	char ev[4096];
 	int ifd;
 
-	/* Past fs.inotify.max_user_instances (128), poll every 0.5 ms instead. */
+	/*
+	 * Past fs.inotify.max_user_instances (128), poll instead: every 0.5 ms
+	 * at first, backing off to 10 ms. Hundreds of children polling every
+	 * 0.5 ms for seconds would take the CPU from the agent they wait for.
+	 */
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (ifd >= 0 && inotify_add_watch(ifd, o->dir, IN_CREATE | IN_MOVED_TO |
 					  IN_CLOSE_WRITE | IN_MODIFY) < 0) {
@@ -217,9 +222,11 @@ static uint64_t wait_for_map(const struct opts *o, const char *want, size_t len,
 		if (t >= deadline)
 			break;
 		if (ifd < 0) {
-			struct timespec ts = { 0, 500000 };
+			struct timespec ts = { 0, nap_ns };
 
 			nanosleep(&ts, NULL);
+			if (nap_ns < 10000000)
+				nap_ns += nap_ns / 4;
 		} else if (poll(&pfd, 1, (int)((deadline - t) / 1000000) + 1) > 0) {
 			while (read(ifd, ev, sizeof(ev)) > 0)
 				;

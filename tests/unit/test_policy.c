@@ -52,6 +52,7 @@ static struct fake {
 	int squatted_moves;        /* archive() with ARCHIVE_F_SQUATTED */
 	/* The worker: the last copy sent to it, and what settling one does. */
 	int defer_err;             /* copy_defer fails with this, when not 0 */
+	bool queue_of_one;         /* copy_defer: -EAGAIN (the uid's share) while one is pending */
 	int defers, settles;
 	bool settle_shows;         /* settling finds the copy at the path already */
 	bool settle_running;       /* settling finds the copy being made: -EINPROGRESS */
@@ -228,6 +229,8 @@ static int fake_copy_defer(void *ctx, const struct copy_req *rq, enum copy_op op
 	(void)ctx;
 	if (F.defer_err)
 		return F.defer_err;
+	if (F.queue_of_one && F.pending)
+		return -EAGAIN;
 	F.defers++;
 	F.ticket = ticket;
 	F.op = op;
@@ -2352,6 +2355,62 @@ static void test_a_uids_full_share_puts_the_copy_off(void **state)
 	assert_int_equal(stats()->copies_failed, 0);
 }
 
+/*
+ * A loaded host starves the workers (nice 10): a uid's share may stay full
+ * for longer than any deadline. The copy waits as long as its child lives,
+ * and a tick asks the queue once per full uid, not once per waiting child.
+ */
+static void test_a_copy_waits_for_the_queue_as_long_as_its_child_lives(void **state)
+{
+	int defers;
+
+	(void)state;
+	budget_config(100 * MB, 100 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.defer_err = -EAGAIN;
+	for (pid_t c = 11; c < 21; c++)
+		fork_at(c, 10, 5 * SEC + c * MS, 1 * SEC);
+	assert_int_equal(stats()->copies_queue_full, 10);
+	/* A minute of ticks with the share full: one try a tick, none given up. */
+	for (int t = 1; t <= 600; t++)
+		tick(6 * SEC + (uint64_t)t * 100 * MS);
+	assert_int_equal(stats()->copies_queue_full, 10 + 600);
+	assert_int_equal(stats()->copies_failed, 0);
+	/* Room for one at a time: every child gets its copy, one a tick. */
+	F.defer_err = 0;
+	F.queue_of_one = true;
+	defers = F.defers;
+	tick(F.now + 100 * MS);
+	assert_int_equal(F.defers, defers + 1);
+	for (int t = 0; t < 10; t++) {
+		finish_deferred();
+		tick(F.now + 100 * MS);
+	}
+	assert_int_equal(F.defers, defers + 10);
+	for (pid_t c = 11; c < 21; c++)
+		assert_true(F.map[c].exists);
+	assert_int_equal(stats()->copies_failed, 0);
+}
+
+/* A child that waited for the queue and exec'd gets nothing: its new image has its own names. */
+static void test_a_waiting_copy_ends_with_an_exec(void **state)
+{
+	(void)state;
+	budget_config(100 * MB, 100 * MB, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	F.defer_err = -EAGAIN;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	tick(5 * SEC + 100 * MS);
+	exec_at(11, 5 * SEC, 6 * SEC);
+	F.defer_err = 0;
+	tick(6 * SEC + 100 * MS);
+	assert_false(F.pending);
+	assert_false(F.map[11].exists);
+	assert_int_equal(stats()->copies_deferred, 0);
+}
+
 static void test_compressed_map_goes_to_the_worker_at_its_apparent_size(void **state)
 {
 	(void)state;
@@ -2467,6 +2526,8 @@ int main(void)
 		T(test_a_uids_many_small_copies_leave_the_event_loop),
 		T(test_a_uids_full_share_puts_the_copy_off),
 		T(test_a_queue_full_for_everyone_is_tried_again),
+		T(test_a_copy_waits_for_the_queue_as_long_as_its_child_lives),
+		T(test_a_waiting_copy_ends_with_an_exec),
 		T(test_a_copy_stopped_while_made_keeps_its_charge),
 		T(test_compressed_map_goes_to_the_worker_at_its_apparent_size),
 #undef T

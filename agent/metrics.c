@@ -6,7 +6,9 @@
  * its tick and swaps it in under a mutex held for a pointer swap; a request
  * copies the text under the same mutex. Nothing else is shared.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -14,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "archive.h"
 #include "clock.h"
@@ -23,6 +28,7 @@
 #include "metrics.h"
 #include "metrics_text.h"
 #include "mirror.h"
+#include "nsroot.h"
 #include "perfmap_tools.h"
 #include "policy.h"
 
@@ -30,6 +36,7 @@
 #define CONNECTIONS_MAX 16
 #define CONNECTIONS_PER_IP 8
 #define CONNECTION_TIMEOUT_S 5         /* an idle or unread connection is closed after this */
+#define PROCESS_EVERY_NS 1000000000ull /* process_*: /proc/self/fd is listed once a second at most */
 
 struct metrics {
 	struct MHD_Daemon *mhd;
@@ -38,6 +45,8 @@ struct metrics {
 	size_t len;
 	char *next;                    /* the loop's own, rendered into, then swapped */
 	char version[32];
+	struct metrics_process proc;   /* last read, at most PROCESS_EVERY_NS ago */
+	uint64_t proc_read_ns;         /* CLOCK_MONOTONIC; 0: never */
 };
 
 int metrics_parse_listen(const char *spec, struct sockaddr_storage *addr)
@@ -109,6 +118,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	static const char plain[] = "text/plain; charset=utf-8";
 	struct metrics *m = cls;
+	struct MHD_Response *r;
 	enum MHD_Result ret;
 
 	(void)version;
@@ -122,8 +132,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			       plain);
 	/* The copy is a memcpy of some kilobytes: the loop waits no longer than that to publish. */
 	pthread_mutex_lock(&m->lock);
-	ret = respond(c, MHD_HTTP_OK, m->text, m->len, "text/plain; version=0.0.4; charset=utf-8");
+	r = MHD_create_response_from_buffer(m->len, m->text, MHD_RESPMEM_MUST_COPY);
 	pthread_mutex_unlock(&m->lock);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
 	return ret;
 }
 
@@ -190,6 +206,69 @@ fail:
 	return NULL;
 }
 
+/* Fields 14, 15 (utime, stime), 22 (starttime), 23 (vsize) and 24 (rss) of /proc/self/stat. */
+static int read_self_stat(struct metrics_process *p, uint64_t *start_ticks)
+{
+	unsigned long long utime, stime, start, vsize, rss;
+	char buf[1024], *end;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	end = strrchr(buf, ')');
+	/* After the comm: state (3) ... utime (14) is the 12th field on. */
+	if (!end || sscanf(end + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %llu",
+			   &utime, &stime, &start, &vsize, &rss) != 5)
+		return -EINVAL;
+	p->cpu_ticks = utime + stime;
+	p->vm_bytes = vsize;
+	p->rss_bytes = rss * (uint64_t)sysconf(_SC_PAGESIZE);
+	*start_ticks = start;
+	return 0;
+}
+
+static uint64_t count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	uint64_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n ? n - 1 : 0;  /* less the directory's own fd */
+}
+
+/* The process_* metrics, read again once a second at most: listing the fds costs one per fd. */
+static void read_process(struct metrics *m, uint64_t now_ns, uint64_t started_ns)
+{
+	struct metrics_process *p = &m->proc;
+	uint64_t start_ticks;
+	struct rlimit rl;
+
+	if (m->proc_read_ns && now_ns - m->proc_read_ns < PROCESS_EVERY_NS)
+		return;
+	m->proc_read_ns = now_ns;
+	p->known = !read_self_stat(p, &start_ticks);
+	if (!p->known)
+		return;
+	p->ticks_per_s = (uint64_t)sysconf(_SC_CLK_TCK);
+	p->open_fds = count_fds();
+	p->max_fds = !getrlimit(RLIMIT_NOFILE, &rl) ? (uint64_t)rl.rlim_cur : 0;
+	/* The wall clock when the agent started: now less the monotonic time since. */
+	if (!p->start_time_s)
+		p->start_time_s = (uint64_t)time(NULL) - (now_ns - started_ns) / 1000000000;
+}
+
 static void count_jit(const struct policy_jit *j, void *ctx)
 {
 	(void)j;
@@ -226,6 +305,11 @@ static void gather(struct metrics *m, const struct status_sources *src, struct m
 		.lost_symbols_total = s->lost_symbols_total,
 		.lost_symbols_named = s->lost_symbols_named,
 		.err_policy = s->errors, .err_copy = s->copies_failed,
+		.copies_queue_full = s->copies_queue_full,
+		.copies_resource_deferred = s->resource_deferred,
+		.retention_s = src->retention_s,
+		.host_traps = s->orphan_traps, .squatted_moved = s->squatted_moved,
+		.squatted_left = s->squatted_left, .too_large = s->too_large,
 	};
 	memcpy(v->copy_latency, s->copy_latency, sizeof(v->copy_latency));
 	archive__usage(src->ar, &v->archive_files, &v->archive_bytes);
@@ -245,11 +329,22 @@ static void gather(struct metrics *m, const struct status_sources *src, struct m
 		v->mirror_lag_max_ms = ms->lag_max_ms;
 		v->ns_ambiguous = ms->ambiguous;
 		v->err_ns_copy = ms->ns_copies_failed;
+		for (int why = NSR_NONE + 1; why < NSR__COUNT && v->n_ns_refused < METRICS_REASONS_MAX; why++) {
+			const char *key = ns_refusal_key(why);
+
+			/* The status key less its "refused_": symlink, not_regular, ... */
+			if (!strncmp(key, "refused_", 8))
+				key += 8;
+			v->ns_refused[v->n_ns_refused].reason = key;
+			v->ns_refused[v->n_ns_refused++].n = ms->refused[why];
+		}
 	}
 	if (src->execmap)
 		v->err_exec_maps_lost = execmap__lost(src->execmap);
 	policy__for_each_jit(src->policy, count_jit, &v->jit_processes, &lost);
 	v->lost_symbol_processes = lost;
+	read_process(m, clock_mono_ns(), src->started_ns);
+	v->proc = m->proc;
 }
 
 void metrics__update(struct metrics *m, const struct status_sources *src)

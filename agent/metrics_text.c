@@ -2,6 +2,7 @@
  * The Prometheus text exposition format (version 0.0.4) of the agent's
  * counters. Names follow Prometheus's conventions: a perfmapd_ prefix,
  * _total on counters, seconds and bytes; labels name kinds, never pids.
+ * The agent process's own are process_*, as every client library names them.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,6 +149,12 @@ static void copies(struct mtext *m, const struct metrics_values *v)
 		     "Fork copies not made, by reason: the child exec'd first, or its uid's copy budget was spent.");
 	mtext_sample(m, s, "reason", "exec", v->copies_skipped_exec);
 	mtext_sample(m, s, "reason", "over_budget", v->copies_over_budget);
+	mtext_family(m, "perfmapd_fork_copies_put_off_total", "counter",
+		     "Fork copies put off and tried again, by reason: the worker threads' queue (or the uid's share of it) was full, or the agent was out of file descriptors or memory.");
+	mtext_sample(m, "perfmapd_fork_copies_put_off_total", "reason", "queue_full",
+		     v->copies_queue_full);
+	mtext_sample(m, "perfmapd_fork_copies_put_off_total", "reason", "resources",
+		     v->copies_resource_deferred);
 	mtext_histogram(m, "perfmapd_fork_copy_seconds",
 			"Time from a fork to the child's new map at its path, of copies whose times are exact.",
 			bounds, v->copy_latency, POLICY_COPY_BUCKETS, v->copy_latency_sum_ns / 1e9);
@@ -162,6 +169,9 @@ static void maps(struct mtext *m, const struct metrics_values *v)
 {
 	one(m, "perfmapd_retained_maps", "gauge",
 	    "Exited processes' maps kept at their paths for --retention.", v->retained);
+	one(m, "perfmapd_retention_seconds", "gauge",
+	    "How long an exited process's map stays at its path (--retention; SIGHUP changes it).",
+	    v->retention_s);
 	one(m, "perfmapd_archived_maps_total", "counter", "Maps stored in the archive.", v->archived);
 	one(m, "perfmapd_archive_evicted_maps_total", "counter",
 	    "Archived maps the --archive-max-bytes quota deleted.", v->archive_evicted);
@@ -188,6 +198,24 @@ static void mirrors(struct mtext *m, const struct metrics_values *v)
 	mtext_family(m, "perfmapd_mirror_lag_max_seconds", "gauge",
 		     "Largest lag from a write in a container to its mirror.");
 	mtext_sample_f(m, "perfmapd_mirror_lag_max_seconds", v->mirror_lag_max_ms / 1e3);
+}
+
+static void refusals(struct mtext *m, const struct metrics_values *v)
+{
+	static const char c[] = "perfmapd_container_maps_refused_total";
+	static const char h[] = "perfmapd_host_maps_refused_total";
+	size_t i;
+
+	mtext_family(m, c, "counter",
+		     "Maps in containers not mirrored, by reason: a symlink, not a regular file, hard-linked, over --max-map-bytes, sparse, an unsafe map directory, FUSE, an unreachable root, another uid's.");
+	for (i = 0; i < v->n_ns_refused; i++)
+		mtext_sample(m, c, "reason", v->ns_refused[i].reason, v->ns_refused[i].n);
+	mtext_family(m, h, "counter",
+		     "Map paths in --map-dir the agent would not touch, by reason: a trap with no process (symlink, hard link, not a file), another uid's map at a new holder's path (moved aside, or left when it could not be), over --max-map-bytes.");
+	mtext_sample(m, h, "reason", "trap", v->host_traps);
+	mtext_sample(m, h, "reason", "squatted_moved", v->squatted_moved);
+	mtext_sample(m, h, "reason", "squatted_left", v->squatted_left);
+	mtext_sample(m, h, "reason", "too_large", v->too_large);
 }
 
 static void decisions(struct mtext *m, const struct metrics_values *v)
@@ -234,6 +262,25 @@ static void errors(struct mtext *m, const struct metrics_values *v)
 	mtext_sample(m, n, "kind", "exec_maps_lost", v->err_exec_maps_lost);
 }
 
+/* The names every Prometheus client library exports for its process: dashboards expect them. */
+static void process(struct mtext *m, const struct metrics_process *p)
+{
+	if (!p->known)
+		return;
+	mtext_family(m, "process_cpu_seconds_total", "counter",
+		     "Total user and system CPU time spent in seconds.");
+	mtext_sample_f(m, "process_cpu_seconds_total",
+		       p->ticks_per_s ? (double)p->cpu_ticks / (double)p->ticks_per_s : 0);
+	one(m, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+	    p->rss_bytes);
+	one(m, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+	    p->vm_bytes);
+	one(m, "process_open_fds", "gauge", "Number of open file descriptors.", p->open_fds);
+	one(m, "process_max_fds", "gauge", "Maximum number of open file descriptors.", p->max_fds);
+	one(m, "process_start_time_seconds", "gauge",
+	    "Start time of the process since unix epoch in seconds.", p->start_time_s);
+}
+
 size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
 {
 	struct mtext m;
@@ -245,8 +292,10 @@ size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
 	copies(&m, v);
 	maps(&m, v);
 	mirrors(&m, v);
+	refusals(&m, v);
 	decisions(&m, v);
 	jit(&m, v);
 	errors(&m, v);
+	process(&m, &v->proc);
 	return m.len;
 }

@@ -8,6 +8,24 @@
 
 #include "policy.h"
 
+#define METRICS_REASONS_MAX 16
+
+/* A count by reason, its label value given by the piece that counts it. */
+struct metrics_reason {
+	const char *reason;
+	uint64_t n;
+};
+
+/* The agent process itself, as Prometheus's client libraries name it (process_*). */
+struct metrics_process {
+	bool known;                    /* /proc/self could be read */
+	uint64_t cpu_ticks;            /* user + system, in clock ticks */
+	uint64_t ticks_per_s;
+	uint64_t start_time_s;         /* since the epoch */
+	uint64_t rss_bytes, vm_bytes;
+	uint64_t open_fds, max_fds;
+};
+
 /* What the exposition shows: read from the agent's pieces by metrics.c, in the loop's thread. */
 struct metrics_values {
 	const char *version;           /* perfmapd's, as --version prints it */
@@ -20,19 +38,27 @@ struct metrics_values {
 	uint64_t resyncs;              /* scans of /proc after drops */
 	uint64_t copies_created, copies_appended, copies_by_runtime;
 	uint64_t copies_skipped_exec, copies_over_budget;
+	uint64_t copies_queue_full, copies_resource_deferred;  /* put off, tried again */
 	uint64_t copy_bytes, copy_entries_left_out;
 	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];  /* per bucket, not cumulative */
 	uint64_t copy_latency_sum_ns;
 	uint64_t retained;             /* exited processes' maps at their paths now */
+	uint64_t retention_s;          /* --retention, as SIGHUP left it */
 	uint64_t archived, archive_evicted, archive_files, archive_bytes, archive_max_bytes;
 	bool mirroring;
 	uint64_t mirrors, mirrors_started, mirror_bytes, mirror_behind_bytes;
 	uint64_t mirror_lag_p99_ms, mirror_lag_max_ms;
+	/* Container maps refused (symlink, FIFO, sparse, ...): a hostile container's mark. */
+	struct metrics_reason ns_refused[METRICS_REASONS_MAX];
+	size_t n_ns_refused;
+	/* Host map paths refused: traps left alone, another uid's map at a holder's path. */
+	uint64_t host_traps, squatted_moved, squatted_left, too_large;
 	uint64_t exec_archived, exec_dropped, exec_kept, stale_archived, ambiguous_kept;
 	uint64_t ns_ambiguous;         /* mirrors: a container's map whose writer could not be told */
 	uint64_t by_index, by_identity, by_mappings;
 	uint64_t jit_processes, lost_symbol_processes, lost_symbols_total, lost_symbols_named;
 	uint64_t err_policy, err_copy, err_archive, err_ns_copy, err_exec_maps_lost;
+	struct metrics_process proc;
 };
 
 /* A buffer the exposition is written into; a line that does not fit is left out whole. */

@@ -989,6 +989,16 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# free_pid: a pid no process holds now, below pid_max.
+free_pid() {
+	local p max
+	max=$(cat /proc/sys/kernel/pid_max)
+	for p in $((max - 7)) $((max - 11)) $((max - 13)) $((max - 17)); do
+		[ -e "/proc/$p" ] || { echo "$p"; return; }
+	done
+	echo $((max - 19))
+}
+
 # scrape PORT [PATH] > FILE: the body of GET http://127.0.0.1:PORT/PATH; 1 unless a 200 within 5 s.
 scrape() {
 	python3 - "$1" "${2:-/metrics}" <<'PY'
@@ -1018,6 +1028,17 @@ metric() {
 }
 metric_ge() { ge "$(metric "$1" "$2")" "$3"; }
 
+# rules_name_scraped SCRAPE: every perfmapd_ or process_ metric the alert rules
+# name (a histogram's by its _bucket series) is a family of SCRAPE.
+rules_name_scraped() {
+	local name missing=0 n=0
+	for name in $(grep -oE '(perfmapd|process)_[a-z_]+' "$HERE/../../deploy/prometheus/perfmapd.rules.yml" | sort -u); do
+		n=$((n + 1))
+		grep -qE "^${name}(\{| )" "$1" || { say "    $name: in the rules, not in the scrape"; missing=1; }
+	done
+	[ "$n" -ge 5 ] && [ "$missing" = 0 ]
+}
+
 # Prometheus's own parser (promtool, Debian's prometheus package) accepts FILE.
 promtool_ok() {
 	if ! promtool check metrics <"$1" >"$1.promtool" 2>&1; then
@@ -1031,13 +1052,16 @@ promtool_ok() {
 # and a client that never reads beside 200 idle connections neither stops a
 # JIT's fork copies nor keeps the endpoint from answering once they are gone.
 test_metrics() {
-	local d a port m=$WORK/metrics c0 h0 f0 holder
+	local d a port m=$WORK/metrics c0 h0 f0 holder conf pid v0 other
 	command -v promtool >/dev/null ||
 		{ fail "metrics: promtool is not installed (Debian: prometheus; make deps)"; return; }
 	check "metrics: a --metrics-listen that is not a numeric HOST:PORT is refused at the command line" \
 		eval "! '$BUILD/perfmapd' --metrics-listen localhost:9848 --help >/dev/null 2>&1 && ! '$BUILD/perfmapd' --metrics-listen 127.0.0.1:0 --help >/dev/null 2>&1"
 	port=$(free_port)
-	start_scenario metrics metrics --metrics-listen "127.0.0.1:$port" || return
+	conf=$WORK/metrics.conf
+	printf 'retention = 3s\n' >"$conf"
+	chmod 600 "$conf"
+	start_scenario metrics metrics --metrics-listen "127.0.0.1:$port" --config "$conf" || return
 	check "metrics: the agent says where it serves" grep -q "metrics: http://127.0.0.1:$port/metrics" "$AGENT_LOG"
 	check "metrics: GET /metrics answers" eval "scrape $port >'$m.1'"
 	check "metrics: promtool check metrics accepts the scrape" promtool_ok "$m.1"
@@ -1060,8 +1084,52 @@ test_metrics() {
 		wait_for 5 metric_ge "$port" 'perfmapd_events_total{kind="fork"}' $((f0 + 4))
 	check "metrics: perfmapd_fork_copy_bytes_total counts them" \
 		wait_for 5 metric_ge "$port" perfmapd_fork_copy_bytes_total 1
+	# An exec: the old image's map archived, a decision by kind.
+	v0=$(metric "$port" 'perfmapd_decisions_total{kind="exec_archived"}')
+	"$FORKJIT" --dir "$d" --entries 10 --prefix mold --exec \
+		"$FORKJIT" --dir "$d" --entries 3 --prefix mnew --stop-first --hold-ms 100 &
+	pid=$!
+	check "metrics: an exec moves perfmapd_decisions_total{kind=\"exec_archived\"} (from $v0)" \
+		wait_for 10 metric_ge "$port" 'perfmapd_decisions_total{kind="exec_archived"}' $((v0 + 1))
+	kill -CONT "$pid" 2>/dev/null
+	wait "$pid"
+	# Its exit: retained for the config file's 3 s, then archived.
+	v0=$(metric "$port" perfmapd_archived_maps_total)
+	check "metrics: perfmapd_retention_seconds is the config file's 3" \
+		test "$(metric "$port" perfmapd_retention_seconds)" = 3
+	check "metrics: the exited JIT's map is counted in perfmapd_retained_maps" \
+		wait_for 5 metric_ge "$port" perfmapd_retained_maps 1
+	check "metrics: ...then perfmapd_archived_maps_total grows (from $v0)" \
+		wait_for 15 metric_ge "$port" perfmapd_archived_maps_total $((v0 + 1))
+	check "metrics: perfmapd_archive_bytes counts it" wait_for 5 metric_ge "$port" perfmapd_archive_bytes 1
+	# A trap at a pid no process holds: left alone, counted.
+	v0=$(metric "$port" 'perfmapd_host_maps_refused_total{reason="trap"}')
+	ln -s /etc/hostname "$d/perf-$(free_pid).map"
+	check "metrics: a symlinked map moves perfmapd_host_maps_refused_total{reason=\"trap\"} (from $v0)" \
+		wait_for 10 metric_ge "$port" 'perfmapd_host_maps_refused_total{reason="trap"}' $((v0 + 1))
+	# JIT code with no map where profilers look: a process with lost symbols.
+	other=$WORK/metrics-elsewhere
+	mkdir -p "$other"
+	"$FORKJIT" --dir "$other" --entries 8 --hold-ms 8000 &
+	pid=$!
+	check "metrics: a JIT whose map is elsewhere shows in perfmapd_lost_symbol_processes" \
+		wait_for 10 metric_ge "$port" perfmapd_lost_symbol_processes 1
+	check "metrics: ...and in perfmapd_lost_symbols_total" \
+		metric_ge "$port" perfmapd_lost_symbols_total 1
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	# SIGHUP: the new retention shows.
+	printf 'retention = 7s\n' >"$conf"
+	kill -HUP "$AGENT_PID"
+	check "metrics: after SIGHUP perfmapd_retention_seconds is the file's new 7" \
+		wait_for 10 eval 'test "$(metric "$port" perfmapd_retention_seconds)" = 7'
+	check "metrics: the process_* metrics name the agent (its open fds, its memory)" \
+		eval 'metric_ge "$port" process_open_fds 3 && metric_ge "$port" process_resident_memory_bytes 1000000'
 	scrape "$port" >"$m.2"
-	check "metrics: promtool check metrics accepts the scrape after the copies" promtool_ok "$m.2"
+	check "metrics: promtool check metrics accepts the scrape after all that" promtool_ok "$m.2"
+	check "metrics: promtool check rules accepts deploy/prometheus/perfmapd.rules.yml" \
+		eval 'promtool check rules "$HERE/../../deploy/prometheus/perfmapd.rules.yml" >"$m.rules" 2>&1 || { sed "s/^/    /" "$m.rules"; false; }'
+	check "metrics: every metric the rules name is in the scrape" rules_name_scraped "$m.2"
 
 	# One client that asks and never reads, 200 that connect and say nothing.
 	python3 - "$port" "$WORK/metrics-holder.ready" <<'PY' &

@@ -25,6 +25,11 @@ static const struct metrics_values sample = {
 	.copy_latency = { 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 1 },
 	.copy_latency_sum_ns = 2004700000,
 	.ambiguous_kept = 4, .mirror_lag_p99_ms = 250,
+	.retention_s = 600, .copies_queue_full = 7,
+	.ns_refused = { { "symlink", 2 }, { "sparse", 1 } }, .n_ns_refused = 2,
+	.host_traps = 3,
+	.proc = { .known = true, .cpu_ticks = 250, .ticks_per_s = 100, .rss_bytes = 8 << 20,
+		  .open_fds = 12, .max_fds = 65536, .start_time_s = 1790000000 },
 };
 
 /* Whether @line is a whole line of the text. */
@@ -51,7 +56,8 @@ static void test_every_family_has_help_and_type(void **state)
 	metrics_render(&sample, buf, sizeof(buf));
 	for (p = buf; (p = strstr(p, "# TYPE ")); p++) {
 		assert_int_equal(sscanf(p, "# TYPE %127s %31s", name, type), 2);
-		assert_true(!strncmp(name, "perfmapd_", 9));
+		/* The agent's own, or the process metrics every client library names alike. */
+		assert_true(!strncmp(name, "perfmapd_", 9) || !strncmp(name, "process_", 8));
 		snprintf(want, sizeof(want), "# HELP %s ", name);
 		assert_non_null(strstr(buf, want));
 		/* Counters, and only they, end in _total. */
@@ -67,6 +73,15 @@ static void test_every_family_has_help_and_type(void **state)
 	assert_true(has_line(buf, "perfmapd_decisions_total{kind=\"ambiguous_kept\"} 4"));
 	assert_true(has_line(buf, "perfmapd_mirror_lag_p99_seconds 0.25"));
 	assert_true(has_line(buf, "perfmapd_fork_copy_bytes_total 4096"));
+	assert_true(has_line(buf, "perfmapd_retention_seconds 600"));
+	assert_true(has_line(buf, "perfmapd_fork_copies_put_off_total{reason=\"queue_full\"} 7"));
+	assert_true(has_line(buf, "perfmapd_container_maps_refused_total{reason=\"symlink\"} 2"));
+	assert_true(has_line(buf, "perfmapd_container_maps_refused_total{reason=\"sparse\"} 1"));
+	assert_true(has_line(buf, "perfmapd_host_maps_refused_total{reason=\"trap\"} 3"));
+	assert_true(has_line(buf, "process_cpu_seconds_total 2.5"));
+	assert_true(has_line(buf, "process_resident_memory_bytes 8388608"));
+	assert_true(has_line(buf, "process_open_fds 12"));
+	assert_true(has_line(buf, "process_start_time_seconds 1790000000"));
 	/* No pid in any label. */
 	assert_null(strstr(buf, "pid="));
 }
@@ -84,6 +99,18 @@ static void test_histogram_buckets_are_cumulative(void **state)
 	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"+Inf\"} 5"));
 	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_count 5"));
 	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_sum 2.0047"));
+}
+
+/* Without /proc/self, no process_* family at all: a 0 there would read as a real value. */
+static void test_process_metrics_only_when_read(void **state)
+{
+	struct metrics_values v = sample;
+
+	(void)state;
+	v.proc.known = false;
+	metrics_render(&v, buf, sizeof(buf));
+	assert_null(strstr(buf, "process_"));
+	assert_non_null(strstr(buf, "perfmapd_build_info"));
 }
 
 static void test_label_values_are_escaped(void **state)
@@ -128,6 +155,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_family_has_help_and_type),
 		cmocka_unit_test(test_histogram_buckets_are_cumulative),
+		cmocka_unit_test(test_process_metrics_only_when_read),
 		cmocka_unit_test(test_label_values_are_escaped),
 		cmocka_unit_test(test_a_line_that_does_not_fit_is_left_out_whole),
 		cmocka_unit_test(test_the_whole_text_fits_its_buffer),

@@ -40,7 +40,9 @@ BASE_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -pthread -MMD -MP
 # public header and perfmap_tools.h, the interface it offers them.
 LIB_INCLUDES := -Iperfmap/include -Iperfmap
 AGENT_INCLUDES := -Iperfmap/include -Iagent -Ibpf -I$(O)/bpf
-CTL_INCLUDES := -Iperfmap/include -Ictl
+CTL_INCLUDES := -Iperfmap/include -Iprofile/include -Ictl
+# libperfmap-profile sees libperfmap's tools interface, its BPF object's header and skeleton.
+PROF_INCLUDES := -Iprofile/include -Iprofile -Iperfmap/include -Ibpf -I$(O)/bpf
 # Only the PERFMAP_API functions leave the shared library.
 LIB_CFLAGS := -fPIC -fvisibility=hidden
 
@@ -54,10 +56,12 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 LIB_SRCS := $(wildcard perfmap/*.c)
+PROF_SRCS := $(wildcard profile/*.c)
 CTL_SRCS := $(wildcard ctl/*.c)
 AGENTD_SRCS := $(wildcard agent/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
+PROF_OBJS := $(PROF_SRCS:%.c=$(O)/obj/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(O)/obj/%.o)
 AGENTD_OBJS := $(AGENTD_SRCS:%.c=$(O)/obj/%.o)
 # perfmapctl --json writes through json-c (see scripts/deps.sh for why).
@@ -78,20 +82,30 @@ CAPNG_LIBS := $(shell pkg-config --libs libcap-ng 2>/dev/null || echo -lcap-ng)
 # The metrics endpoint is served by libmicrohttpd (see scripts/deps.sh for why).
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
-AGENTD_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz) $(CAPNG_LIBS) \
-	$(MHD_LIBS)
+BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz)
+AGENTD_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS)
+# The profiler names native code with elfutils' libdwfl (see scripts/deps.sh for why).
+DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
+PROF_LIBS := $(BPF_LIBS) $(DW_LIBS)
+PROF_BPF_OBJ := $(BPF_DIR)/profile.bpf.o
+PROF_SKEL := $(BPF_DIR)/profile.skel.h
 
 LIBA := $(O)/libperfmap.a
 LIBSO_REAL := $(O)/libperfmap.so.$(VERSION)
 LIBSO := $(O)/libperfmap.so
 PC := $(O)/perfmap.pc
+PROF_VERSION := 0.1.0
+PROF_A := $(O)/libperfmap-profile.a
+PROF_SO_REAL := $(O)/libperfmap-profile.so.$(PROF_VERSION)
+PROF_SO := $(O)/libperfmap-profile.so
+PROF_PC := $(O)/perfmap-profile.pc
 CTL := $(O)/perfmapctl
 
 .PHONY: all deps lib install uninstall clean run test unit unit-asan cli \
 	clang-build fuzz fuzz-short install-test bench
 
-all: $(LIBA) $(LIBSO) $(PC) $(CTL) $(AGENTD)
-lib: $(LIBA) $(LIBSO) $(PC)
+all: $(LIBA) $(LIBSO) $(PC) $(PROF_A) $(PROF_SO) $(PROF_PC) $(CTL) $(AGENTD)
+lib: $(LIBA) $(LIBSO) $(PC) $(PROF_A) $(PROF_SO) $(PROF_PC)
 
 deps:
 	@sh scripts/deps.sh
@@ -106,6 +120,13 @@ $(O)/obj/agent/%.o: agent/%.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(BASE_CFLAGS) $(AGENT_INCLUDES) $(CAPNG_CFLAGS) $(MHD_CFLAGS) $(CFLAGS) -c $< -o $@
 
+$(O)/obj/profile/%.o: profile/%.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(BASE_CFLAGS) $(PROF_INCLUDES) $(LIB_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(O)/obj/profile/sampler.o: $(PROF_SKEL)
+
 $(O)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
@@ -114,7 +135,7 @@ $(O)/obj/ctl/%.o: ctl/%.c
 # The skeleton is generated: events.c needs it before its first compile.
 $(O)/obj/agent/events.o: $(BPF_SKEL)
 
--include $(LIB_OBJS:.o=.d) $(CTL_OBJS:.o=.d) $(AGENTD_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(PROF_OBJS:.o=.d) $(CTL_OBJS:.o=.d) $(AGENTD_OBJS:.o=.d)
 
 $(VMLINUX_H):
 	@mkdir -p $(@D)
@@ -132,6 +153,37 @@ $(BPF_SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name perfmapd_bpf > $@.tmp
 	$(Q)mv $@.tmp $@
+
+$(PROF_BPF_OBJ): bpf/profile.bpf.c bpf/profile_event.h $(VMLINUX_H)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		-I$(BPF_DIR) -Ibpf -c $< -o $@
+
+$(PROF_SKEL): $(PROF_BPF_OBJ)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@.tmp
+	$(Q)mv $@.tmp $@
+
+# The static library holds the profiler alone (link libperfmap.a after it); the
+# shared one holds what it uses of libperfmap too, hidden, and exports PERFMAP_PROFILE_API only.
+$(PROF_A): $(PROF_OBJS)
+	@rm -f $@
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(PROF_SO_REAL): $(PROF_OBJS) $(LIB_OBJS) profile/libperfmap-profile.map
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -pthread -Wl,-soname,libperfmap-profile.so.0 -Wl,-z,defs \
+		-Wl,--version-script=profile/libperfmap-profile.map \
+		$(LDFLAGS) -o $@ $(PROF_OBJS) $(LIB_OBJS) $(PROF_LIBS)
+
+$(PROF_SO): $(PROF_SO_REAL)
+	ln -sf libperfmap-profile.so.$(PROF_VERSION) $(O)/libperfmap-profile.so.0
+	ln -sf libperfmap-profile.so.$(PROF_VERSION) $@
+
+$(PROF_PC): profile/perfmap-profile.pc.in Makefile
+	@mkdir -p $(@D)
+	$(PC_SED) -e 's|@PROF_VERSION@|$(PROF_VERSION)|' $< > $@
 
 $(AGENTD): $(AGENTD_OBJS) $(LIBA)
 	$(call msg,LINK,$@)
@@ -160,9 +212,9 @@ $(PC): perfmap/perfmap.pc.in Makefile
 	$(PC_SED) $< > $@
 
 # Tools link the static library: one self-contained binary per host.
-$(CTL): $(CTL_OBJS) $(LIBA)
+$(CTL): $(CTL_OBJS) $(PROF_A) $(LIBA)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(LIBA) $(JSON_LIBS)
+	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(PROF_A) $(LIBA) $(JSON_LIBS) $(PROF_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
@@ -170,6 +222,12 @@ install: all
 	install -m 0755 $(CTL) $(DESTDIR)$(BINDIR)/perfmapctl
 	install -m 0755 $(AGENTD) $(DESTDIR)$(BINDIR)/perfmapd
 	install -m 0644 perfmap/include/perfmap.h $(DESTDIR)$(INCLUDEDIR)/perfmap.h
+	install -m 0644 profile/include/perfmap_profile.h $(DESTDIR)$(INCLUDEDIR)/perfmap_profile.h
+	install -m 0644 $(PROF_A) $(DESTDIR)$(LIBDIR)/libperfmap-profile.a
+	install -m 0755 $(PROF_SO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap-profile.so.$(PROF_VERSION)
+	ln -sf libperfmap-profile.so.$(PROF_VERSION) $(DESTDIR)$(LIBDIR)/libperfmap-profile.so.0
+	ln -sf libperfmap-profile.so.$(PROF_VERSION) $(DESTDIR)$(LIBDIR)/libperfmap-profile.so
+	$(PC_SED) -e 's|@PROF_VERSION@|$(PROF_VERSION)|' profile/perfmap-profile.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/perfmap-profile.pc
 	install -m 0644 man/perfmapd.8 man/perfmapctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libperfmap.a
 	install -m 0755 $(LIBSO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(VERSION)
@@ -180,9 +238,10 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/perfmapctl $(DESTDIR)$(BINDIR)/perfmapd \
-		$(DESTDIR)$(INCLUDEDIR)/perfmap.h \
+		$(DESTDIR)$(INCLUDEDIR)/perfmap.h $(DESTDIR)$(INCLUDEDIR)/perfmap_profile.h \
 		$(DESTDIR)$(LIBDIR)/libperfmap.a $(DESTDIR)$(LIBDIR)/libperfmap.so* \
-		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc \
+		$(DESTDIR)$(LIBDIR)/libperfmap-profile.a $(DESTDIR)$(LIBDIR)/libperfmap-profile.so* \
+		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc $(DESTDIR)$(PKGCONFIGDIR)/perfmap-profile.pc \
 		$(DESTDIR)$(MANDIR)/man8/perfmapd.8 $(DESTDIR)$(MANDIR)/man8/perfmapctl.8
 
 clean:

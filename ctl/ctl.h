@@ -18,6 +18,7 @@ int cmd_compact(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /*
  * The status text of the perfmapd running for @map_dir (its socket under

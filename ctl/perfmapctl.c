@@ -37,13 +37,21 @@ static const char usage[] =
 	"                                  map's entries against its executable\n"
 	"                                  mappings, what the agent knows; each\n"
 	"                                  finding with its cause and fix\n"
+	"  profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
+	"          (-p PID[,PID...] | -a | -- COMMAND [ARGS...])\n"
+	"                                  where processes spend their time, as\n"
+	"                                  LuaJIT's -jp: BPF samples every 10 ms on\n"
+	"                                  every CPU, JIT code named by its perf map,\n"
+	"                                  native code by ELF and DWARF, the kernel by\n"
+	"                                  kallsyms (root); 'profile -h' lists the letters\n"
 	"  help                            this text\n"
 	"\n"
 	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
 	"Exit status: 0 fine; 1 check found a consumer that misreads, compact\n"
 	"refused to replace a file in use, restore refused or did not find a\n"
 	"map, or doctor found an error or a warning; 2 usage or I/O error,\n"
-	"(status) no agent running, or (doctor) no such process or no permission.\n";
+	"(status) no agent running, (doctor) no such process or no permission, or\n"
+	"(profile) a bad letter, no such process, or no permission to load BPF.\n";
 
 void ctl_error(const char *fmt, ...)
 {
@@ -75,6 +83,7 @@ static const struct cmd cmds[] = {
 	{ "status", cmd_status },
 	{ "restore", cmd_restore },
 	{ "doctor", cmd_doctor },
+	{ "profile", cmd_profile },
 	{ "help", cmd_help },
 };
 

@@ -20,13 +20,17 @@ set -eu
 # the container exec test needs (a namespace's init cannot stop itself), and
 # only a Recommends of podman's, which --no-install-recommends leaves out. Deployment tests: systemd for
 # `systemd-analyze verify` of the unit (make unit-file-test).
+# perfmapctl profile: elfutils' libdw (libdwfl) names native code by its ELF
+# symbols and DWARF lines, separate debug files and build ids included (a
+# maintained reader of both formats, rather than a hand-written one); bpftrace
+# is one of the profilers its benchmark runs beside it.
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
 # integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
-libmicrohttpd-dev prometheus"
+libmicrohttpd-dev prometheus libdw-dev bpftrace"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the
 # PATH: a node from elsewhere (NodeSource's nodejs bundles npm) serves, and

@@ -1,14 +1,15 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log nsroot procmaps correlate metrics config
+	mapwatch policy retention archive copier log nsroot procmaps correlate metrics config \
+	profile_report
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
-TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent
+TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ictl
 # A test is compiled and linked in one go: its headers are named here, not by -MMD.
 TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
-TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h tests/unit/*.h)
+TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h ctl/*.h tests/unit/*.h)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 # The agent's test programs; defined before the rules whose prerequisites expand at once.
@@ -35,6 +36,7 @@ TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/inherit.c agent/privs.
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
 TEST_AGENT_metrics := agent/metrics_text.c
+TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
 # options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.
 TEST_AGENT_config := agent/config.c agent/options.c agent/log.c
 
@@ -45,7 +47,7 @@ test:
 
 test-all: all unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
 	security-test container-test agent-test-asan container-test-asan faults-test \
-	unit-file-test k8s-test image-test
+	unit-file-test k8s-test image-test profile-test
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
@@ -212,6 +214,17 @@ security-test: all $(AGENT_TEST_BINS) $(LOADGEN)
 # directory holding a statically linked test JIT, and unshare(1) namespaces; root.
 CONTAINER_TEST_BINS := $(O)/tests/forkjit-static
 
+# perfmapctl profile against real processes (root, BPF): the test JIT splitjit,
+# built with frame pointers, as a profiled program's native frames need.
+PROFILE_TEST_BINS := $(O)/tests/splitjit
+
+$(O)/tests/splitjit: tests/profile/splitjit.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
+profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS)
+	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
+
 $(O)/tests/forkjit-static: tests/agent/forkjit.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -static -o $@ $<
@@ -244,7 +257,7 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
 .PHONY: unit-file-test k8s-test image-test npm-deps
-.PHONY: test-all man-test doctor-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
+.PHONY: test-all man-test doctor-test profile-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap
 
 # The retention list's tick and the archive's store and usage with many

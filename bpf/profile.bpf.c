@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * perfmapctl profile's kernel side: a CPU-clock perf event per CPU runs
+ * on_sample(), which counts (process, thread, user stack, kernel stack)
+ * in a hash map. Nothing is sent per sample: user space reads the counts
+ * when the profile ends. Forks of profiled processes are followed, and
+ * their forks, execs and exits are sent so that their mappings are read
+ * while they exist.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "profile_event.h"
+
+#define EEXIST 17  /* bpf_get_stackid(): the bucket holds another stack */
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set before load. */
+const volatile bool all_tasks = false;     /* -a: every process but the idle task */
+const volatile bool follow_forks = true;   /* children of targets become targets */
+const volatile bool kernel_stacks = true;
+
+/* The processes profiled (tgid -> 1); user space adds the first ones, forks add theirs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1 << 14);          /* resized by user space before load */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PROFILE_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 15);          /* resized by user space before load */
+	__type(key, struct profile_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 18);
+} events SEC(".maps");
+
+/* Samples not counted: the counts map was full; a stack that collided in the stack map. */
+__u64 lost_keys = 0;
+__u64 lost_stacks = 0;
+__u64 lost_events = 0;
+
+static __always_inline bool targeted(__u32 tgid)
+{
+	return all_tasks || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
+	struct profile_key key = {};
+
+	key.tgid = id >> 32;
+	/* The idle task is no process; the rest only when asked for. */
+	if (!key.tgid || !targeted(key.tgid))
+		return 0;
+	key.start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	key.kstack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	if (key.ustack == -EEXIST || key.kstack == -EEXIST)
+		__sync_fetch_and_add(&lost_stacks, 1);
+	n = bpf_map_lookup_elem(&counts, &key);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+		/* Another CPU made it first, or the map is full. */
+		n = bpf_map_lookup_elem(&counts, &key);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			__sync_fetch_and_add(&lost_keys, 1);
+	}
+	/* 0: the perf event writes no sample record of its own. */
+	return 0;
+}
+
+static __always_inline void send(__u32 type, struct task_struct *task, __u32 ppid)
+{
+	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_events, 1);
+		return;
+	}
+	e->type = type;
+	e->tgid = BPF_CORE_READ(task, tgid);
+	e->ppid = ppid;
+	e->pad = 0;
+	e->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	e->at_ns = bpf_ktime_get_boot_ns();
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	/* A new thread is no new process. */
+	if (child->pid != ctgid || !targeted(ptgid))
+		return 0;
+	if (!all_tasks) {
+		if (!follow_forks)
+			return 0;
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	}
+	send(PROFILE_EV_FORK, child, ptgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (targeted(p->tgid))
+		send(PROFILE_EV_EXEC, p, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	/* The last thread: the process ends. */
+	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
+		return 0;
+	send(PROFILE_EV_EXIT, p, 0);
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* What perfmapctl profile's BPF side (profile.bpf.c) and libperfmap-profile share. */
+#ifndef PERFMAP_PROFILE_EVENT_H
+#define PERFMAP_PROFILE_EVENT_H
+
+#define PROFILE_DEPTH 127          /* frames kept of a stack, the kernel's PERF_MAX_STACK_DEPTH */
+#define PROFILE_COMM_LEN 16
+
+/*
+ * One distinct (process, thread name, user stack, kernel stack): the unit
+ * of counting, in the kernel, so that no sample wakes user space. A stack
+ * id below 0 is the error bpf_get_stackid() gave: no user stack (a kernel
+ * thread), or a full stack map.
+ */
+struct profile_key {
+	__u32 tgid;
+	__s32 ustack;
+	__s32 kstack;
+	__u32 pad;
+	__u64 start_ns;            /* the group leader's start_boottime: (tgid, start) is the process */
+	char comm[PROFILE_COMM_LEN];
+};
+
+enum profile_event_type {
+	PROFILE_EV_FORK = 1,
+	PROFILE_EV_EXEC = 2,
+	PROFILE_EV_EXIT = 3,
+};
+
+/* A process event about a profiled process: user space reads its mappings while they are there. */
+struct profile_event {
+	__u32 type;
+	__u32 tgid;
+	__u32 ppid;
+	__u32 pad;
+	__u64 start_ns;
+	__u64 at_ns;               /* CLOCK_BOOTTIME */
+};
+
+#endif /* PERFMAP_PROFILE_EVENT_H */

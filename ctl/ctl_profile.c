@@ -1,0 +1,443 @@
+/*
+ * perfmapctl profile: LuaJIT's -jp for every process on the host. Samples
+ * the given processes and the children they fork (-p), the whole host
+ * (-a), or runs a command and profiles it and its descendants until it
+ * exits (--), then prints the view -j's letters ask for. Built on
+ * libperfmap-profile: the stacks are counted in the kernel and named here,
+ * at the end, each frame once.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "perfmap_profile.h"
+#include "profile_report.h"
+
+#define PIDS_MAX 256
+
+enum zone_kind { ZONE_CGROUP, ZONE_COMM, ZONE_EXE };
+
+struct prof_run {
+	struct prof_view view;
+	enum zone_kind zone;
+	struct perfmap_symbolizer *sym;   /* during the callbacks only */
+	struct prof_sample *samples;
+	size_t n, cap;
+	char **strings;                   /* interned: open addressing */
+	size_t nstrings, strings_cap;
+	uint64_t total, unnamed, unknown, kernel_only;
+	bool failed;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+/* libbpf's own lines only with PERFMAPCTL_DEBUG set: the error is said once, in our words. */
+__attribute__((format(printf, 2, 0)))
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return getenv("PERFMAPCTL_DEBUG") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static size_t str_hash(const char *s)
+{
+	size_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+/* @s kept until the report is written, once per content; NULL for NULL. */
+static const char *keep(struct prof_run *r, const char *s)
+{
+	char **old = r->strings;
+	size_t i, oldcap = r->strings_cap;
+
+	if (!s)
+		return NULL;
+	if (2 * (r->nstrings + 1) > r->strings_cap) {
+		r->strings_cap = r->strings_cap ? r->strings_cap * 2 : 1024;
+		r->strings = calloc(r->strings_cap, sizeof(*r->strings));
+		if (!r->strings) {
+			r->strings = old;
+			r->strings_cap = oldcap;
+			r->failed = true;
+			return NULL;
+		}
+		for (i = 0; i < oldcap; i++) {
+			size_t k;
+
+			if (!old[i])
+				continue;
+			for (k = str_hash(old[i]) % r->strings_cap; r->strings[k];
+			     k = (k + 1) % r->strings_cap)
+				;
+			r->strings[k] = old[i];
+		}
+		free(old);
+	}
+	for (i = str_hash(s) % r->strings_cap; r->strings[i]; i = (i + 1) % r->strings_cap)
+		if (!strcmp(r->strings[i], s))
+			return r->strings[i];
+	r->strings[i] = strdup(s);
+	if (!r->strings[i]) {
+		r->failed = true;
+		return NULL;
+	}
+	r->nstrings++;
+	return r->strings[i];
+}
+
+/* The zone of a sample: its thread's name, its executable, or its container (else its cgroup). */
+static const char *zone_of(struct prof_run *r, const struct perfmap_profile_stack *st)
+{
+	struct perfmap_process pr;
+	char buf[64];
+	const char *slash;
+
+	if (r->zone == ZONE_COMM)
+		return keep(r, st->comm);
+	if (perfmap_symbolizer_process(r->sym, st->pid, st->start_ticks, &pr))
+		return keep(r, "(unknown)");
+	if (r->zone == ZONE_EXE) {
+		slash = pr.exe ? strrchr(pr.exe, '/') : NULL;
+		return keep(r, slash ? slash + 1 : pr.exe ? pr.exe : "(unknown)");
+	}
+	if (pr.container) {
+		snprintf(buf, sizeof(buf), "container:%.12s", pr.container);
+		return keep(r, buf);
+	}
+	return keep(r, pr.cgroup ? pr.cgroup : "(unknown)");
+}
+
+/* The library's callback: each distinct stack, named now, while the symbolizer has it all. */
+static void on_stack(void *data, const struct perfmap_profile_stack *st)
+{
+	struct prof_run *r = data;
+	struct perfmap_symbol sym;
+	struct prof_frame *f;
+	struct prof_sample *ns;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 1024;
+		ns = realloc(r->samples, r->cap * sizeof(*ns));
+		if (!ns) {
+			r->failed = true;
+			return;
+		}
+		r->samples = ns;
+	}
+	f = calloc(st->nips ? st->nips : 1, sizeof(*f));
+	if (!f) {
+		r->failed = true;
+		return;
+	}
+	for (uint32_t i = 0; i < st->nips; i++) {
+		perfmap_symbolizer_lookup(r->sym, st->pid, st->start_ticks, st->ips[i], &sym);
+		f[i] = (struct prof_frame){ .name = keep(r, sym.name), .module = keep(r, sym.module),
+					    .offset = sym.offset, .file = keep(r, sym.file),
+					    .line = sym.line, .state = sym.state };
+	}
+	r->samples[r->n++] = (struct prof_sample){ .frames = f, .n = st->nips,
+						   .zone = zone_of(r, st), .count = st->samples };
+	r->total += st->samples;
+	/* What could not be named, and why: the first user frame tells. */
+	for (uint32_t i = st->nkernel; i < st->nips; i++) {
+		if (f[i].state == '?')
+			r->unknown += st->samples;
+		else if (f[i].state == 'U')
+			r->unnamed += st->samples;
+		break;
+	}
+	if (st->nips == st->nkernel)
+		r->kernel_only += st->samples;
+}
+
+static const char usage[] =
+	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
+	"                          [--states FILE] [--map-dir DIR] [--archive-dir DIR]\n"
+	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
+	"\n"
+	"Samples the processes (and the children they fork), the whole host, or\n"
+	"COMMAND and its descendants until it exits, every 10 ms on every CPU,\n"
+	"and prints where they spend their time, as LuaJIT's -jp. -j's letters:\n"
+	"  f  function name, else module+offset (default)   F  module:name\n"
+	"  l  file:line                 N / -N  stack depth / caller first\n"
+	"  s  split after the first level         p  full paths\n"
+	"  v  where the leaf is: J JIT, U unnamed JIT, I interpreter, G collector,\n"
+	"     C native, K kernel                  z  zones (--zone)\n"
+	"  r  raw counts   a / A  annotate source   G  folded stacks for flame graphs\n"
+	"  m<N>  minimum percent (3)              i<N>  interval in ms (10)\n"
+	"docs/profile.md has them all beside LuaJIT's.\n";
+
+static int parse_pids(const char *arg, pid_t *pids, size_t *n)
+{
+	char *end;
+	long v;
+
+	for (const char *p = arg; *p; p = *end ? end + 1 : end) {
+		v = strtol(p, &end, 10);
+		if (end == p || v < 1 || v > 4194304 || (*end && *end != ','))
+			return -EINVAL;
+		if (*n == PIDS_MAX)
+			return -E2BIG;
+		pids[(*n)++] = (pid_t)v;
+	}
+	return 0;
+}
+
+/* COMMAND forked, stopped at a pipe until the profile holds its pid: its first instruction is sampled. */
+static pid_t spawn(char **argv, int *go_fd)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (!pid) {
+		close(pfd[1]);
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "perfmapctl: profile: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	*go_fd = pfd[1];
+	return pid;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void say_unnamed(const struct prof_run *r)
+{
+	uint64_t t = r->total ? r->total : 1;
+
+	if (r->unnamed)
+		fprintf(stderr,
+			"perfmapctl: profile: %llu of %llu samples (%d%%) are in JIT code no perf map names (no map, or no entry for the address): `perfmapctl doctor PID` says why\n",
+			(unsigned long long)r->unnamed, (unsigned long long)r->total,
+			prof_pct(r->unnamed, t));
+	if (r->unknown)
+		fprintf(stderr,
+			"perfmapctl: profile: %llu of %llu samples (%d%%) are in code whose mappings could not be read (the process was gone first)\n",
+			(unsigned long long)r->unknown, (unsigned long long)r->total,
+			prof_pct(r->unknown, t));
+}
+
+struct prof_args {
+	const char *letters, *out, *states, *map_dir, *archive_dir;
+	uint64_t duration_s;
+	pid_t pids[PIDS_MAX];
+	size_t npids;
+	bool all;
+	char **cmd;
+};
+
+static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_run *r)
+{
+	static const struct option longopts[] = {
+		{ "zone", required_argument, NULL, 'Z' },
+		{ "states", required_argument, NULL, 'S' },
+		{ "map-dir", required_argument, NULL, 'M' },
+		{ "archive-dir", required_argument, NULL, 'A' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[128];
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+j:o:d:p:ah", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'j': a->letters = optarg; break;
+		case 'o': a->out = optarg; break;
+		case 'd':
+			if (perfmap__parse_duration(optarg, &a->duration_s) || !a->duration_s) {
+				ctl_error("profile: -d %s: a duration is 10, 10s, 5m or 1h", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'p':
+			if (parse_pids(optarg, a->pids, &a->npids)) {
+				ctl_error("profile: -p %s: pids are numbers, comma-separated (%d at most)",
+					  optarg, PIDS_MAX);
+				return -EINVAL;
+			}
+			break;
+		case 'a': a->all = true; break;
+		case 'Z':
+			if (!strcmp(optarg, "cgroup"))
+				r->zone = ZONE_CGROUP;
+			else if (!strcmp(optarg, "comm"))
+				r->zone = ZONE_COMM;
+			else if (!strcmp(optarg, "exe"))
+				r->zone = ZONE_EXE;
+			else {
+				ctl_error("profile: --zone %s: cgroup, comm or exe", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'S': a->states = optarg; break;
+		case 'M': a->map_dir = optarg; break;
+		case 'A': a->archive_dir = optarg; break;
+		case 'h': fputs(usage, stdout); return 1;
+		default: fputs(usage, stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		a->cmd = argv + optind;
+	if (!!a->npids + a->all + !!a->cmd != 1) {
+		ctl_error("profile: give one of -p PID, -a or -- COMMAND");
+		return -EINVAL;
+	}
+	if (prof_view_parse(a->letters, &r->view, err, sizeof(err))) {
+		ctl_error("profile: -j %s: %s", a->letters, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Sample until the duration ends, a signal comes, or COMMAND exits (then *@reaped). */
+static int run(struct perfmap_profile *p, const struct prof_args *a, pid_t child, int *status,
+	       bool *reaped)
+{
+	uint64_t deadline = a->duration_s ? mono_ms() + a->duration_s * 1000 : 0;
+	int err;
+
+	while (!stop_requested) {
+		err = perfmap_profile_poll(p, 50);
+		if (err)
+			return err;
+		if (child > 0 && waitpid(child, status, WNOHANG) == child) {
+			*reaped = true;
+			break;
+		}
+		if (deadline && mono_ms() >= deadline)
+			break;
+	}
+	return 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct perfmap_profile_opts o = { .sz = sizeof(o) };
+	struct prof_args a = { 0 };
+	struct prof_run r = { 0 };
+	struct perfmap_profile *p;
+	char mode[32];
+	int go_fd = -1, status = 0, err, rc = CTL_ERROR;
+	bool reaped = false;
+	pid_t child = 0;
+	FILE *out = stdout;
+
+	err = parse_args(argc, argv, &a, &r);
+	if (err)
+		return err > 0 ? CTL_OK : CTL_ERROR;
+	libbpf_set_print(libbpf_print);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (a.cmd) {
+		child = spawn(a.cmd, &go_fd);
+		if (child < 0) {
+			ctl_error("profile: cannot start %s: %s", a.cmd[0], strerror((int)-child));
+			return CTL_ERROR;
+		}
+		a.pids[a.npids++] = child;
+	}
+	o.pids = a.pids;
+	o.npids = a.npids;
+	o.all = a.all;
+	o.map_dir = a.map_dir;
+	o.archive_dir = a.archive_dir;
+	o.states_file = a.states;
+	snprintf(mode, sizeof(mode), "i%u", r.view.interval_ms);
+	p = perfmap_profile_start(&o, mode, on_stack, &r);
+	if (!p) {
+		err = errno;
+		if (err == ESRCH)
+			ctl_error("profile: no such process (of -p %d%s)", (int)a.pids[0],
+				  a.npids > 1 ? ", ..." : "");
+		else if (err == EPERM || err == EACCES)
+			ctl_error("profile: cannot load the BPF sampler: %s (root, or CAP_BPF and CAP_PERFMON, is needed)",
+				  strerror(err));
+		else
+			ctl_error("profile: cannot start sampling: %s", strerror(err));
+		goto kill_child;
+	}
+	r.sym = perfmap_profile_symbolizer(p);
+	if (go_fd >= 0) {
+		if (write(go_fd, "g", 1) != 1)
+			ctl_error("profile: cannot start %s", a.cmd[0]);
+		close(go_fd);
+		go_fd = -1;
+	}
+	err = run(p, &a, child, &status, &reaped);
+	if (err)
+		ctl_error("profile: %s", strerror(-err));
+	err = perfmap_profile_stop(p);
+	if (err || r.failed) {
+		ctl_error("profile: cannot read the samples: %s", strerror(err ? -err : ENOMEM));
+		goto free_samples;
+	}
+	if (a.out && strcmp(a.out, "-")) {
+		out = fopen(a.out, "we");
+		if (!out) {
+			ctl_error("profile: %s: %s", a.out, strerror(errno));
+			goto free_samples;
+		}
+	}
+	err = prof_report(r.samples, r.n, &r.view, out);
+	if (out != stdout && fclose(out))
+		err = -errno;
+	if (err) {
+		ctl_error("profile: cannot write the report: %s", strerror(-err));
+		goto free_samples;
+	}
+	fflush(stdout);
+	say_unnamed(&r);
+	rc = CTL_OK;
+free_samples:
+	for (size_t i = 0; i < r.n; i++)
+		free((void *)r.samples[i].frames);
+	free(r.samples);
+	for (size_t i = 0; i < r.strings_cap; i++)
+		free(r.strings[i]);
+	free(r.strings);
+kill_child:
+	if (go_fd >= 0)
+		close(go_fd);  /* the command never starts: its read fails */
+	if (child > 0 && !reaped)
+		waitpid(child, &status, 0);
+	return rc;
+}

@@ -1,0 +1,385 @@
+/*
+ * perfmapctl profile's report: LuaJIT's jit/p.lua carried over. Letters
+ * become a view (prof_view_parse); each sample gets a first-level key (a
+ * stack, a state or a zone) and maybe a second; keys are counted, sorted by
+ * count and printed down to the minimum percentage, the second level
+ * indented under the first.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_annotate.h"
+#include "profile_report.h"
+
+#define DEPTH_GRAPH 100   /* G: the whole stack, as p.lua's -100 */
+
+static const char letters_known[] = "fFlspvzraAG-";
+
+int prof_view_parse(const char *letters, struct prof_view *v, char *err, size_t errlen)
+{
+	bool m[128] = { false };
+	const char *p;
+	char *end;
+	long n;
+
+	*v = (struct prof_view){ .depth = 1, .min_pct = 3, .annotate = -1, .interval_ms = 10 };
+	for (p = letters ? letters : ""; *p;) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == 'i' || c == 'm') {
+			n = strtol(p + 1, &end, 10);
+			if (end == p + 1 && c == 'm')
+				goto bad;
+			if (c == 'i' && end != p + 1) {
+				if (n < 1 || n > 60000) {
+					snprintf(err, errlen, "i%ld: the interval is 1 to 60000 ms", n);
+					return -EINVAL;
+				}
+				v->interval_ms = (unsigned)n;
+			} else if (c == 'm') {
+				if (n > 100) {
+					snprintf(err, errlen, "m%ld: a minimum percentage is 0 to 100", n);
+					return -EINVAL;
+				}
+				v->min_pct = (int)n;
+			}
+			p = end;
+			continue;
+		}
+		if ((c == '-' && p[1] >= '0' && p[1] <= '9') || (c >= '0' && c <= '9')) {
+			n = strtol(p, &end, 10);
+			if (!n || n > 1000 || n < -1000) {
+				snprintf(err, errlen, "%ld: a depth is 1 to 1000, or -1 to -1000", n);
+				return -EINVAL;
+			}
+			v->depth = (int)n;
+			p = end;
+			continue;
+		}
+		if (c >= 128 || !strchr(letters_known, c) || !c)
+			goto bad;
+		m[c] = true;
+		p++;
+	}
+	v->states = m['z'] ? 'z' : m['v'] ? 'v' : 0;
+	v->scope = m['l'] ? 'l' : m['f'] ? 'f' : m['F'] ? 'F' : v->states ? 0 : 'f';
+	v->paths = m['p'];
+	v->raw = m['r'] ? 'r' : 0;
+	if (m['s']) {
+		v->split = 2;
+		if (v->depth == -1 || m['-'])
+			v->depth = -2;
+		else if (v->depth == 1)
+			v->depth = 2;
+	} else if ((m['f'] || m['F']) && m['l'] && letters &&
+		   strpbrk(letters, "fF") < strrchr(letters, 'l')) {
+		/* "fl": functions first, their lines second. */
+		v->split = 3;
+	} else {
+		const char *st = letters ? strpbrk(letters, "zv") : NULL;
+		const char *sc = NULL;
+
+		/* "vf": states first, hotspots second; "fv": the other way round. */
+		for (const char *q = letters ? letters : ""; *q; q++)
+			if (*q == 'l' || *q == 'f' || *q == 'F')
+				sc = q;
+		v->split = !v->scope || (st && sc && st < sc) ? 1 : 0;
+	}
+	/* The stack's letter: f first of "fl", else F wherever it is, else the scope (p.lua). */
+	if (v->scope && v->split == 3 && m['f'])
+		v->scope = 'f';
+	else if (v->scope && m['F'])
+		v->scope = 'F';
+	if (m['A'] || m['a']) {
+		v->annotate = m['A'] ? 0 : 3;
+		v->scope = 'l';
+		v->paths = true;
+		v->split = 0;
+		v->depth = 1;
+	} else if (m['G'] && v->scope) {
+		/* The scope as the letters have it: "GF" is module:name, "Gl" file:line. */
+		v->scope = m['l'] ? 'l' : m['f'] ? 'f' : m['F'] ? 'F' : 'f';
+		v->depth = -DEPTH_GRAPH;
+		v->raw = 'G';
+		v->min_pct = 0;
+		v->split = 0;
+	}
+	return 0;
+bad:
+	if (*p >= 0x20 && *p < 0x7f)
+		snprintf(err, errlen, "'%c' is not a letter of -j", *p);
+	else
+		snprintf(err, errlen, "byte 0x%02x is not a letter of -j", (unsigned char)*p);
+	return -EINVAL;
+}
+
+const char *prof_state_name(char state)
+{
+	switch (state) {
+	case 'J': return "JIT code";
+	case 'U': return "Unnamed JIT code";
+	case 'I': return "Interpreted";
+	case 'G': return "Garbage Collector";
+	case 'C': return "C code";
+	case 'K': return "Kernel";
+	case '?': return "Unknown (not read)";
+	default: return "Unknown";
+	}
+}
+
+/* A growing string. */
+struct str {
+	char *s;
+	size_t len, cap;
+	bool failed;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void sput(struct str *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *ns;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || b->failed) {
+		b->failed = true;
+		return;
+	}
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 128;
+
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		ns = realloc(b->s, cap);
+		if (!ns) {
+			b->failed = true;
+			return;
+		}
+		b->s = ns;
+		b->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+static const char *base(const char *path, bool full)
+{
+	const char *slash;
+
+	if (full || !path || path[0] == '[')
+		return path;
+	slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+static void put_frame(struct str *b, char scope, const struct prof_frame *f, bool paths)
+{
+	const char *mod = base(f->module, paths);
+
+	if (scope == 'l' && f->file) {
+		if (f->line)
+			sput(b, "%s:%d", base(f->file, paths), f->line);
+		else
+			sput(b, "%s", base(f->file, paths));
+	} else if (scope == 'l' && f->name) {
+		/* No line (JIT code naming no file, the kernel, a file without DWARF): its name. */
+		sput(b, "%s", f->name);
+	} else if (scope == 'F' && f->name) {
+		sput(b, "%s:%s", mod, f->name);
+	} else if (scope == 'f' && f->name) {
+		sput(b, "%s", f->name);
+	} else {
+		sput(b, "%s+0x%llx", mod, (unsigned long long)f->offset);
+	}
+}
+
+/* The stack key: |depth| frames, callee first joined by " < ", or caller first by " > " (G: ";"). */
+static void put_stack(struct str *b, const struct prof_sample *s, const struct prof_view *v,
+		      char scope, int depth)
+{
+	uint32_t n = s->n, k, i;
+	const char *sep = v->raw == 'G' ? ";" : depth < 0 ? " > " : " < ";
+
+	if ((uint32_t)abs(depth) < n)
+		n = (uint32_t)abs(depth);
+	for (k = 0; k < n; k++) {
+		i = depth < 0 ? n - 1 - k : k;
+		if (k)
+			sput(b, "%s", sep);
+		put_frame(b, scope, &s->frames[i], v->paths);
+	}
+	if (!n)
+		sput(b, "%s", "[no stack]");
+}
+
+struct entry {
+	char *k1, *k2;             /* k2 NULL: no second level */
+	uint64_t count;
+};
+
+static int keys_of(const struct prof_sample *s, const struct prof_view *v, struct entry *e)
+{
+	struct str stack = { 0 }, stack2 = { 0 };
+	const char *state = NULL;
+	char *cut, *k1 = NULL, *k2 = NULL;
+
+	if (v->states == 'v')
+		state = prof_state_name(s->n ? s->frames[0].state : 0);
+	else if (v->states == 'z')
+		state = s->zone ? s->zone : "(none)";
+	if (v->scope) {
+		put_stack(&stack, s, v, v->scope, v->depth);
+		if (v->split == 2) {
+			const char *sep = v->depth < 0 ? " > " : " < ";
+
+			cut = stack.s ? strstr(stack.s, sep) : NULL;
+			if (cut) {
+				*cut = '\0';
+				k2 = strdup(cut + 3);
+			}
+		} else if (v->split == 3 && s->n) {
+			put_frame(&stack2, 'l', &s->frames[0], v->paths);
+			k2 = stack2.s;
+			stack2.s = NULL;
+		}
+	}
+	if (stack.failed || stack2.failed)
+		goto nomem;
+	if (v->split == 1) {
+		k1 = state ? strdup(state) : NULL;
+		if (state && stack.s) {
+			k2 = stack.s;
+			stack.s = NULL;
+		}
+	} else if (stack.s) {
+		k1 = stack.s;
+		stack.s = NULL;
+		if (!k2 && state)
+			k2 = strdup(state);
+	}
+	free(stack.s);
+	free(stack2.s);
+	e->k1 = k1;
+	e->k2 = k2;
+	e->count = s->count;
+	return k1 ? 0 : -ENOMEM;
+nomem:
+	free(stack.s);
+	free(stack2.s);
+	free(k2);
+	return -ENOMEM;
+}
+
+static int by_keys(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->k1, y->k1);
+
+	if (c)
+		return c;
+	if (!x->k2 || !y->k2)
+		return !!x->k2 - !!y->k2;
+	return strcmp(x->k2, y->k2);
+}
+
+
+static int by_count(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+int prof_pct(uint64_t v, uint64_t total)
+{
+	/* p.lua's floor(v * 100 / total + 0.5), in integers. */
+	return (int)((v * 200 + total) / (2 * total));
+}
+
+static void print_level(FILE *out, const struct prof_view *v, struct tally *t, size_t n,
+			uint64_t total, const char *indent, struct tally *sub)
+{
+	const char *ind2 = v->split == 1 || v->split == 3 ? "  -- " : v->depth < 0 ? "  -> " : "  <- ";
+
+	qsort(t, n, sizeof(*t), by_count);
+	for (size_t i = 0; i < n; i++) {
+		int pct = prof_pct(t[i].count, total);
+
+		if (pct < v->min_pct)
+			break;
+		if (v->raw == 'G')
+			fprintf(out, "%s %llu\n", t[i].key, (unsigned long long)t[i].count);
+		else if (v->raw == 'r')
+			fprintf(out, "%s%5llu  %s\n", indent, (unsigned long long)t[i].count, t[i].key);
+		else
+			fprintf(out, "%s%2d%%  %s\n", indent, pct, t[i].key);
+		if (sub && t[i].last > t[i].first)
+			print_level(out, v, sub + t[i].first, t[i].last - t[i].first, t[i].count, ind2,
+				    NULL);
+	}
+}
+
+
+int prof_report(const struct prof_sample *s, size_t n, const struct prof_view *v, FILE *out)
+{
+	struct tally *t1 = NULL, *t2 = NULL;
+	struct entry *e = NULL;
+	size_t i, n1 = 0, n2 = 0;
+	uint64_t total = 0;
+	int err = -ENOMEM;
+
+	for (i = 0; i < n; i++)
+		total += s[i].count;
+	if (!total) {
+		/* Folded stacks of nothing are no lines at all: a flame graph tool reads that. */
+		if (v->raw != 'G')
+			fputs("[No samples collected]\n", out);
+		return ferror(out) ? -EIO : 0;
+	}
+	e = calloc(n, sizeof(*e));
+	t1 = calloc(n, sizeof(*t1));
+	t2 = calloc(n, sizeof(*t2));
+	if (!e || !t1 || !t2)
+		goto cleanup;
+	for (i = 0; i < n; i++)
+		if (keys_of(&s[i], v, &e[i]))
+			goto cleanup;
+	qsort(e, n, sizeof(*e), by_keys);
+	/* Equal first keys are together now; equal second keys within them. */
+	for (i = 0; i < n; i++) {
+		if (!n1 || strcmp(t1[n1 - 1].key, e[i].k1)) {
+			t1[n1++] = (struct tally){ .key = e[i].k1, .first = n2, .last = n2 };
+		}
+		t1[n1 - 1].count += e[i].count;
+		if (!e[i].k2)
+			continue;
+		if (n2 == t1[n1 - 1].first || strcmp(t2[n2 - 1].key, e[i].k2))
+			t2[n2++] = (struct tally){ .key = e[i].k2 };
+		t2[n2 - 1].count += e[i].count;
+		t1[n1 - 1].last = n2;
+	}
+	if (v->annotate >= 0)
+		err = prof_annotate(t1, n1, total, v, out);
+	else {
+		print_level(out, v, t1, n1, total, "", t2);
+		err = ferror(out) ? -EIO : 0;
+	}
+cleanup:
+	for (i = 0; e && i < n; i++) {
+		free(e[i].k1);
+		free(e[i].k2);
+	}
+	free(e);
+	free(t1);
+	free(t2);
+	return err;
+}

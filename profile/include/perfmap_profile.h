@@ -1,0 +1,197 @@
+/*
+ * libperfmap-profile: sample processes on every CPU with BPF, count their
+ * stacks in the kernel, and name each frame: JIT code by the perf maps
+ * perfmapd keeps right (/tmp/perf-<pid>.map, or its archive once the
+ * process is gone), native code by its ELF symbols and DWARF lines
+ * (elfutils' libdwfl), the kernel by /proc/kallsyms.
+ *
+ * The API follows LuaJIT's profiler (luaJIT_profile_start, _stop and
+ * _dumpstack): start sampling with a mode string and a callback, stop, and
+ * format a stack with dumpstack's letters. perfmapctl profile is built on
+ * it. Errors are negative errno values, or NULL with errno set.
+ *
+ *	static void on_stack(void *data, const struct perfmap_profile_stack *st)
+ *	{
+ *		size_t len;
+ *		const char *s = perfmap_profile_dumpstack(data, st, "f;", -20, &len);
+ *
+ *		printf("%.*s %llu\n", (int)len, s, (unsigned long long)st->samples);
+ *	}
+ *
+ *	pid_t pid = 1234;
+ *	struct perfmap_profile_opts o = { .sz = sizeof(o), .pids = &pid, .npids = 1 };
+ *	struct perfmap_profile *p = perfmap_profile_start(&o, "i10", on_stack, NULL);
+ *	sleep(5);
+ *	perfmap_profile_stop(p);   (on_stack runs once per distinct stack, then p is freed)
+ *
+ * docs/profile.md has a complete program; make test builds it against the
+ * installed library.
+ */
+#ifndef PERFMAP_PROFILE_H
+#define PERFMAP_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef PERFMAP_PROFILE_API
+#define PERFMAP_PROFILE_API __attribute__((visibility("default")))
+#endif
+
+/* ---- the symbolizer: (pid, start time, address) -> module, name, offset ---- */
+
+/*
+ * Where a frame is, the letters of `perfmapctl profile -j v`:
+ * J JIT code a perf map names, U anonymous executable code no map names
+ * (lost symbols), I a runtime's interpreter loop, G a runtime's garbage
+ * collector, C native code in a file, K the kernel.
+ */
+enum perfmap_frame_state {
+	PERFMAP_STATE_JIT = 'J',
+	PERFMAP_STATE_UNNAMED = 'U',
+	PERFMAP_STATE_INTERP = 'I',
+	PERFMAP_STATE_GC = 'G',
+	PERFMAP_STATE_NATIVE = 'C',
+	PERFMAP_STATE_KERNEL = 'K',
+	PERFMAP_STATE_UNKNOWN = '?',
+};
+
+struct perfmap_symbol {
+	const char *module;   /* the ELF file, the perf map, or "[kernel]"; "[unknown]" in no mapping read */
+	const char *name;     /* the symbol or JIT name; NULL when none names the address */
+	uint64_t offset;      /* from the symbol's start; from the module's when no name */
+	const char *file;     /* source file: DWARF's, or the one a JIT name carries; NULL */
+	int line;             /* its line, 0 when unknown */
+	char state;           /* enum perfmap_frame_state */
+};
+
+struct perfmap_symbolizer_opts {
+	size_t sz;                 /* sizeof(struct perfmap_symbolizer_opts) */
+	const char *map_dir;       /* where perf maps are: NULL for /tmp */
+	const char *archive_dir;   /* perfmapd's archive, for processes gone: NULL for /var/lib/perfmapd/archive */
+	const char *states_file;   /* more symbol patterns for the I and G states; NULL: the built-in table */
+};
+
+struct perfmap_symbolizer;
+
+PERFMAP_PROFILE_API struct perfmap_symbolizer *
+perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts);
+/*
+ * Read what names @pid's code now: its mappings and its perf map. The
+ * lookup does it for a process it has not seen; a profiler calls it at a
+ * process's fork and exec, while the process is there to be read. @ppid:
+ * the parent whose mappings a forked child shares until it execs (0: none).
+ */
+PERFMAP_PROFILE_API int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid,
+							uint64_t start_ticks, pid_t ppid);
+/* The process exec'd: what was read of it is its old image's. */
+PERFMAP_PROFILE_API void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, pid_t pid,
+						  uint64_t start_ticks);
+/*
+ * Name @addr in process (@pid, @start_ticks), start_ticks as
+ * /proc/<pid>/stat field 22 (0: whichever process @pid is). @out's strings
+ * live as long as the symbolizer. 0, or -ENOENT with @out naming what is
+ * known (no name; module "[unknown]" and state ? when no mapping held it).
+ */
+PERFMAP_PROFILE_API int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid,
+						   uint64_t start_ticks, uint64_t addr,
+						   struct perfmap_symbol *out);
+/* What was read of a process with its mappings: for zones, and to say what a profile saw. */
+struct perfmap_process {
+	pid_t ppid;
+	const char *exe;      /* its executable's path, as it sees it; NULL when unknown */
+	const char *cgroup;   /* its cgroup (v2 path, or v1's first line's); NULL when unknown */
+	const char *container;/* the 64 hex digits of a container id in its cgroup, or NULL */
+};
+
+/* 0 with @out, or -ENOENT for a process never read. Strings live as long as @s. */
+PERFMAP_PROFILE_API int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid,
+						    uint64_t start_ticks, struct perfmap_process *out);
+PERFMAP_PROFILE_API void perfmap_symbolizer_free(struct perfmap_symbolizer *s);
+
+/* ---- sampling ---- */
+
+/* One distinct stack of one process and thread name, and how often it was sampled. */
+struct perfmap_profile_stack {
+	pid_t pid;
+	uint64_t start_ticks;      /* /proc/<pid>/stat field 22: (pid, start_ticks) is the process */
+	const char *comm;          /* the thread's name when sampled */
+	const uint64_t *ips;       /* leaf first: the kernel's frames, then the user's */
+	uint32_t nips;
+	uint32_t nkernel;          /* how many of @ips are the kernel's */
+	uint64_t samples;
+};
+
+typedef void (*perfmap_profile_cb)(void *data, const struct perfmap_profile_stack *st);
+
+struct perfmap_profile_opts {
+	size_t sz;                 /* sizeof(struct perfmap_profile_opts) */
+	const pid_t *pids;         /* the processes sampled, and the children they fork later */
+	size_t npids;
+	bool all;                  /* every process of the host instead */
+	bool no_kernel;            /* user stacks only */
+	const char *map_dir;       /* as perfmap_symbolizer_opts */
+	const char *archive_dir;
+	const char *states_file;
+	uint32_t max_stacks;       /* distinct stacks kept; 0: 32768 */
+};
+
+struct perfmap_profile_stats {
+	uint64_t samples;          /* counted */
+	uint64_t lost_keys;        /* not counted: more distinct stacks than max_stacks */
+	uint64_t lost_stacks;      /* counted without a stack: the stack map was full */
+	uint64_t lost_events;      /* process events lost: mappings of those read late or not */
+	uint64_t processes;        /* distinct processes sampled */
+};
+
+struct perfmap_profile;
+
+/*
+ * Start sampling: @mode "i<ms>" sets the interval (10 ms, as LuaJIT's -jp),
+ * on every CPU. Needs CAP_BPF and CAP_PERFMON (or root). @cb gets the
+ * stacks at perfmap_profile_flush() and perfmap_profile_stop(), with @data.
+ */
+PERFMAP_PROFILE_API struct perfmap_profile *
+perfmap_profile_start(const struct perfmap_profile_opts *opts, const char *mode,
+		      perfmap_profile_cb cb, void *data);
+/* An fd that becomes readable when perfmap_profile_poll() has process events to handle. */
+PERFMAP_PROFILE_API int perfmap_profile_fd(const struct perfmap_profile *p);
+/*
+ * Handle the forks, execs and exits of profiled processes (their mappings
+ * are read while they exist), waiting up to @timeout_ms. Call it often: a
+ * child that runs and exits between two calls is named from its parent's
+ * mappings, or not at all.
+ */
+PERFMAP_PROFILE_API int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms);
+/* Hand the stacks counted so far to the callback, and count anew (a profile per period). */
+PERFMAP_PROFILE_API int perfmap_profile_flush(struct perfmap_profile *p);
+/* Stop sampling, hand the last stacks to the callback, and free @p (NULL is fine). */
+PERFMAP_PROFILE_API int perfmap_profile_stop(struct perfmap_profile *p);
+PERFMAP_PROFILE_API void perfmap_profile_stats(const struct perfmap_profile *p,
+						struct perfmap_profile_stats *st);
+/* The profile's symbolizer, to look addresses up or format stacks with. */
+PERFMAP_PROFILE_API struct perfmap_symbolizer *perfmap_profile_symbolizer(struct perfmap_profile *p);
+
+/*
+ * Format @st as LuaJIT's dumpstack: @fmt's letters are p (full module
+ * paths in what follows), f (function name, else module+offset), F
+ * (module:name), l (file:line, else module+offset), Z (drop what follows
+ * after the last frame); every other character is copied. |@depth| frames
+ * at most, callee first; a negative @depth dumps caller first. The text
+ * (not NUL-terminated; its length in *@len) lives in a buffer of @s that
+ * the next call overwrites.
+ */
+PERFMAP_PROFILE_API const char *perfmap_profile_dumpstack(struct perfmap_symbolizer *s,
+							   const struct perfmap_profile_stack *st,
+							   const char *fmt, int depth, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PERFMAP_PROFILE_H */

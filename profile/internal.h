@@ -1,0 +1,98 @@
+/* libperfmap-profile's pieces, as they see each other; not installed. */
+#ifndef PERFMAP_PROFILE_INTERNAL_H
+#define PERFMAP_PROFILE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "perfmap_profile.h"
+#include "perfmap_tools.h"
+
+#define PROF_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- a process's mappings, read while it exists (procsnap.c) ---- */
+
+struct psnap_vma {
+	uint64_t lo, hi, pgoff;
+	enum perfmap_vma_kind kind;
+	bool shared;
+	char *path;                /* as the process sees it ("[vdso]" too); NULL for none */
+};
+
+struct jitmap;
+
+struct psnap {
+	struct psnap *next;        /* in its hash chain */
+	pid_t pid, ppid;
+	uint64_t start_ticks;
+	bool execd;                /* exec'd after @v was read: @v is the old image's */
+	bool forked;               /* a fork seen: until an exec, its parent's mappings are its own */
+	bool read;                 /* @v was read (else: the parent's, or nothing) */
+	struct psnap_vma *v;       /* executable mappings, sorted */
+	size_t n;
+	struct jitmap *jit;        /* its perf map, loaded at the first lookup in anonymous code */
+	bool jit_tried;
+	char *exe, *cgroup;        /* read with @v */
+	char container[65];        /* a container id in @cgroup, or "" */
+};
+
+struct psnaps {
+	struct psnap *bucket[1024];
+	size_t count;
+};
+
+PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks);
+PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks);
+/* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
+PROF_HIDDEN int psnap_read(struct psnap *s);
+PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);
+PROF_HIDDEN void psnaps_free(struct psnaps *t);
+/* /proc/<pid>/stat: its start time (field 22) and parent; 0 or -errno. */
+PROF_HIDDEN int proc_stat_of(pid_t pid, uint64_t *start_ticks, pid_t *ppid);
+
+/* ---- the kernel's symbols (kallsyms.c) ---- */
+
+struct kallsyms;
+PROF_HIDDEN struct kallsyms *kallsyms_load(void);
+/* The symbol at or below @addr and its module ("[kernel]" or "[mod]"); NULL past the last. */
+PROF_HIDDEN const char *kallsyms_find(const struct kallsyms *k, uint64_t addr, uint64_t *off,
+				      const char **module);
+PROF_HIDDEN void kallsyms_free(struct kallsyms *k);
+
+/* ---- ELF symbols and DWARF lines of mapped files (elfsym.c, libdwfl) ---- */
+
+struct elfsyms;
+PROF_HIDDEN struct elfsyms *elfsyms_new(void);
+/*
+ * Name the byte at @file_off of the file @path (opened as @open_path, which
+ * may lead through /proc/<pid>/root): 0 with *@name (NULL if no symbol),
+ * *@off, *@src and *@line, or -errno when the file cannot be read as ELF.
+ */
+PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path,
+			       uint64_t file_off, const char **name, uint64_t *off,
+			       const char **src, int *line);
+PROF_HIDDEN void elfsyms_free(struct elfsyms *e);
+
+/* ---- perf maps (jitmap.c) ---- */
+
+/* @pid's map in @map_dir, or the archive's for (@pid, @start_ticks); NULL when none. */
+PROF_HIDDEN struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
+				       uint64_t start_ticks);
+PROF_HIDDEN const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off);
+PROF_HIDDEN const char *jitmap_path(const struct jitmap *j);
+PROF_HIDDEN void jitmap_free(struct jitmap *j);
+
+/* ---- which runtime code is an interpreter or a collector (states.c) ---- */
+
+struct states;
+PROF_HIDDEN struct states *states_load(const char *path, int *err);
+/* 'I', 'G' or 0 for a native symbol @name. */
+PROF_HIDDEN char states_of(const struct states *s, const char *name);
+PROF_HIDDEN void states_free(struct states *s);
+
+/* The ticks of /proc/<pid>/stat field 22 of a BPF start_boottime. */
+PROF_HIDDEN uint64_t prof_ticks_of_ns(uint64_t ns);
+
+#endif /* PERFMAP_PROFILE_INTERNAL_H */

@@ -1,0 +1,263 @@
+/*
+ * What a profiled process has mapped executable, read from /proc while it
+ * exists, keyed by (pid, start time): samples are named after the process
+ * is gone, and a pid may be reused meanwhile.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAPS_MAX_BYTES (16u << 20)   /* a process with more mappings is read in part */
+
+static size_t bucket_of(pid_t pid)
+{
+	return (size_t)pid % (sizeof(((struct psnaps *)0)->bucket) / sizeof(struct psnap *));
+}
+
+struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap *s, *any = NULL;
+
+	for (s = t->bucket[bucket_of(pid)]; s; s = s->next) {
+		if (s->pid != pid)
+			continue;
+		if (s->start_ticks == start_ticks)
+			return s;
+		/* Without a start time: the latest process at the pid. */
+		if (!start_ticks && (!any || s->start_ticks > any->start_ticks))
+			any = s;
+	}
+	return any;
+}
+
+struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap *s = psnaps_find(t, pid, start_ticks);
+	size_t b = bucket_of(pid);
+
+	if (s && (s->start_ticks == start_ticks || !start_ticks))
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->start_ticks = start_ticks;
+	s->next = t->bucket[b];
+	t->bucket[b] = s;
+	t->count++;
+	return s;
+}
+
+int proc_stat_of(pid_t pid, uint64_t *start_ticks, pid_t *ppid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start;
+	int fd, pp;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	/* The comm may hold spaces and parentheses: the fields follow its last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &pp, &start) != 2)
+		return -EINVAL;
+	if (start_ticks)
+		*start_ticks = start;
+	if (ppid)
+		*ppid = pp;
+	return 0;
+}
+
+static void vmas_clear(struct psnap *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].path);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+/* The executable lines of @buf into @s. */
+static int parse_maps(struct psnap *s, const char *buf, size_t len)
+{
+	const char *line = buf, *end = buf + len, *nl, *path;
+	struct psnap_vma *nv;
+	struct perfmap_vma v;
+	size_t plen, cap = 0;
+
+	for (; line < end; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(end - line));
+		if (!nl)
+			break;
+		if (perfmap__vma_parse_path(line, (size_t)(nl - line), &v, &path, &plen) ||
+		    !(v.prot & PROT_EXEC))
+			continue;
+		if (s->n == cap) {
+			cap = cap ? cap * 2 : 32;
+			nv = realloc(s->v, cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			s->v = nv;
+		}
+		s->v[s->n] = (struct psnap_vma){ .lo = v.lo, .hi = v.hi, .pgoff = v.pgoff,
+						 .kind = v.kind, .shared = v.shared };
+		if (plen && !(s->v[s->n].path = strndup(path, plen)))
+			return -ENOMEM;
+		s->n++;
+	}
+	return 0;
+}
+
+/* Its executable's path and its cgroup, for zones: read with its mappings, while it is there. */
+static void read_identity(struct psnap *s)
+{
+	char path[64], buf[4096], *p, *nl;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		free(s->exe);
+		s->exe = strdup(buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)s->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* The unified hierarchy's line ("0::/path") where there is one, else the first line's path. */
+	p = strstr(buf, "0::");
+	if (p)
+		p += 3;
+	else if ((p = strchr(buf, ':')) && (p = strchr(p + 1, ':')))
+		p++;
+	else
+		return;
+	nl = strchr(p, '\n');
+	if (nl)
+		*nl = '\0';
+	free(s->cgroup);
+	s->cgroup = strdup(p);
+	s->container[0] = '\0';
+	for (const char *c = p; *c; c++) {
+		size_t k = strspn(c, "0123456789abcdef");
+
+		if (k == 64) {
+			memcpy(s->container, c, 64);
+			s->container[64] = '\0';
+			break;
+		}
+		c += k ? k - 1 : 0;
+	}
+}
+
+int psnap_read(struct psnap *s)
+{
+	uint64_t ticks = 0;
+	size_t len = 0, cap = 1 << 16;
+	char path[64], *buf, *nb;
+	int fd, err;
+	ssize_t n;
+
+	err = proc_stat_of(s->pid, &ticks, &s->ppid);
+	if (err)
+		return err;
+	if (s->start_ticks && ticks != s->start_ticks)
+		return -ESRCH;  /* another process holds the pid now */
+	s->start_ticks = ticks;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (len == cap) {
+			if (cap >= MAPS_MAX_BYTES)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	vmas_clear(s);
+	err = parse_maps(s, buf, len);
+	free(buf);
+	/* Read after it exited (a zombie has no mappings), or another process by now: not its own. */
+	if (!err && (!s->n || proc_stat_of(s->pid, &ticks, NULL) || ticks != s->start_ticks)) {
+		vmas_clear(s);
+		return -ESRCH;
+	}
+	if (!err) {
+		s->read = true;
+		s->execd = false;
+		read_identity(s);
+	}
+	return err;
+}
+
+const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (addr < s->v[mid].lo)
+			hi = mid;
+		else if (addr >= s->v[mid].hi)
+			lo = mid + 1;
+		else
+			return &s->v[mid];
+	}
+	return NULL;
+}
+
+void psnaps_free(struct psnaps *t)
+{
+	struct psnap *s, *next;
+
+	if (!t)
+		return;
+	for (size_t b = 0; b < sizeof(t->bucket) / sizeof(t->bucket[0]); b++) {
+		for (s = t->bucket[b]; s; s = next) {
+			next = s->next;
+			vmas_clear(s);
+			jitmap_free(s->jit);
+			free(s->exe);
+			free(s->cgroup);
+			free(s);
+		}
+		t->bucket[b] = NULL;
+	}
+	t->count = 0;
+}

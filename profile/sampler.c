@@ -1,0 +1,507 @@
+/*
+ * Sampling: a CPU-clock perf event per CPU at the interval, each running
+ * profile.bpf.c's on_sample(), which counts stacks in the kernel. Process
+ * events (fork, exec, exit of profiled processes) come over a ring buffer:
+ * their mappings are read at once and again while they load libraries and
+ * make JIT code, so that a process gone by the report is still named. At a
+ * flush the counts are read, handed to the callback, and cleared.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "profile.skel.h"
+#include "profile_event.h"
+
+#define INTERVAL_MS_DEFAULT 10
+#define STACKS_DEFAULT (1u << 15)
+/* A process's mappings are read again this long after an exec, then this often. */
+#define REREAD_FIRST_NS (50ull * 1000000)
+#define REREAD_EVERY_NS (1000ull * 1000000)
+/* Processes sampled that no event told of (-a: those running before the start) are looked for this often. */
+#define DISCOVER_EVERY_NS (500ull * 1000000)
+
+struct tracked {
+	pid_t pid;
+	uint64_t start_ticks;
+	uint64_t next_ns;          /* CLOCK_MONOTONIC: read its mappings again then */
+	uint64_t every_ns;
+	uint64_t final_read;       /* the flush that read it last, + 1 */
+	bool gone;
+};
+
+struct perfmap_profile {
+	struct profile_bpf *skel;
+	struct bpf_link **links;   /* one per CPU */
+	int *pfds;
+	int ncpus;
+	struct ring_buffer *rb;
+	struct perfmap_symbolizer *sym;
+	perfmap_profile_cb cb;
+	void *data;
+	bool all;
+	struct tracked *t;
+	size_t nt, capt;
+	size_t *idx;               /* @t's index + 1 by (pid, start): open addressing */
+	size_t idx_cap;
+	struct perfmap_profile_stats stats;
+	uint64_t *ubuf, *kbuf, *ips;
+	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
+	uint64_t flushes;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "i<ms>": the interval; any other letter is an error naming it. */
+static int parse_mode(const char *mode, uint64_t *interval_ms)
+{
+	char *end;
+
+	*interval_ms = INTERVAL_MS_DEFAULT;
+	for (const char *m = mode ? mode : ""; *m;) {
+		if (*m != 'i')
+			return -EINVAL;
+		*interval_ms = strtoull(m + 1, &end, 10);
+		if (end == m + 1 || !*interval_ms || *interval_ms > 60000)
+			return -EINVAL;
+		m = end;
+	}
+	return 0;
+}
+
+static size_t slot_of(size_t cap, pid_t pid, uint64_t start_ticks)
+{
+	return (size_t)(((uint64_t)pid * 0x9e3779b97f4a7c15ull) ^ start_ticks) % cap;
+}
+
+static struct tracked *tracked_find(const struct perfmap_profile *p, pid_t pid, uint64_t start_ticks)
+{
+	size_t i;
+
+	if (!p->idx_cap)
+		return NULL;
+	for (i = slot_of(p->idx_cap, pid, start_ticks); p->idx[i]; i = (i + 1) % p->idx_cap) {
+		struct tracked *t = &p->t[p->idx[i] - 1];
+
+		if (t->pid == pid && t->start_ticks == start_ticks)
+			return t;
+	}
+	return NULL;
+}
+
+/* The index of @p->t by (pid, start), at most half full: rebuilt when it grows. */
+static int index_grow(struct perfmap_profile *p)
+{
+	size_t cap = p->idx_cap ? p->idx_cap * 2 : 256, i, k;
+	size_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	for (k = 0; k < p->nt; k++) {
+		for (i = slot_of(cap, p->t[k].pid, p->t[k].start_ticks); idx[i]; i = (i + 1) % cap)
+			;
+		idx[i] = k + 1;
+	}
+	free(p->idx);
+	p->idx = idx;
+	p->idx_cap = cap;
+	return 0;
+}
+
+static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t start_ticks)
+{
+	struct tracked *t = tracked_find(p, pid, start_ticks), *nt;
+	size_t i;
+
+	if (t)
+		return t;
+	if (p->nt == p->capt) {
+		p->capt = p->capt ? p->capt * 2 : 64;
+		nt = realloc(p->t, p->capt * sizeof(*nt));
+		if (!nt)
+			return NULL;
+		p->t = nt;
+	}
+	if (2 * (p->nt + 1) > p->idx_cap && index_grow(p))
+		return NULL;
+	p->t[p->nt] = (struct tracked){ .pid = pid, .start_ticks = start_ticks };
+	for (i = slot_of(p->idx_cap, pid, start_ticks); p->idx[i]; i = (i + 1) % p->idx_cap)
+		;
+	p->idx[i] = ++p->nt;
+	return &p->t[p->nt - 1];
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	const struct profile_event *e = data;
+	struct perfmap_profile *p = ctx;
+	uint64_t ticks;
+	struct tracked *t;
+
+	if (size < sizeof(*e))
+		return 0;
+	ticks = prof_ticks_of_ns(e->start_ns);
+	t = track(p, (pid_t)e->tgid, ticks);
+	if (!t)
+		return 0;
+	switch (e->type) {
+	case PROFILE_EV_FORK:
+		/* A child shares its parent's mappings: read now, before it can exec. */
+		perfmap_symbolizer_add_process(p->sym, t->pid, ticks, (pid_t)e->ppid);
+		t->next_ns = mono_ns() + REREAD_EVERY_NS;
+		t->every_ns = REREAD_EVERY_NS;
+		break;
+	case PROFILE_EV_EXEC:
+		perfmap_symbolizer_exec(p->sym, t->pid, ticks);
+		perfmap_symbolizer_add_process(p->sym, t->pid, ticks, 0);
+		/* The loader maps its libraries after the exec: read again soon. */
+		t->next_ns = mono_ns() + REREAD_FIRST_NS;
+		t->every_ns = REREAD_FIRST_NS;
+		break;
+	case PROFILE_EV_EXIT:
+		t->gone = true;
+		break;
+	}
+	return 0;
+}
+
+/* Read again the mappings of live processes whose time came: JIT code and libraries come later. */
+static void reread(struct perfmap_profile *p)
+{
+	/* The whole host: fewer reads a second; the last read before the report catches up. */
+	uint64_t now = mono_ns(), most = p->all ? 5 * REREAD_EVERY_NS : REREAD_EVERY_NS;
+
+	for (size_t i = 0; i < p->nt; i++) {
+		struct tracked *t = &p->t[i];
+
+		if (t->gone || !t->next_ns || now < t->next_ns)
+			continue;
+		if (perfmap_symbolizer_add_process(p->sym, t->pid, t->start_ticks, 0) == -ESRCH) {
+			t->gone = true;
+			continue;
+		}
+		t->every_ns = t->every_ns * 4 > most ? most : t->every_ns * 4;
+		t->next_ns = now + t->every_ns;
+	}
+}
+
+static int open_cpus(struct perfmap_profile *p, uint64_t interval_ms)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = interval_ms * 1000000ull,
+	};
+	int opened = 0, fd, err = 0;
+
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0)
+		return -EINVAL;
+	p->pfds = calloc((size_t)p->ncpus, sizeof(*p->pfds));
+	p->links = calloc((size_t)p->ncpus, sizeof(*p->links));
+	if (!p->pfds || !p->links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < p->ncpus; cpu++) {
+		p->pfds[cpu] = -1;
+		fd = (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue;  /* a CPU offline */
+			err = -errno;
+			break;
+		}
+		p->pfds[cpu] = fd;
+		p->links[cpu] = bpf_program__attach_perf_event(p->skel->progs.on_sample, fd);
+		if (!p->links[cpu]) {
+			err = -errno;
+			break;
+		}
+		opened++;
+	}
+	return err ? err : opened ? 0 : -ENODEV;
+}
+
+static int add_targets(struct perfmap_profile *p, const pid_t *pids, size_t n)
+{
+	int fd = bpf_map__fd(p->skel->maps.targets), err;
+	uint64_t ticks;
+	__u8 one = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		__u32 key = (__u32)pids[i];
+
+		err = proc_stat_of(pids[i], &ticks, NULL);
+		if (err)
+			return err;
+		if (bpf_map_update_elem(fd, &key, &one, BPF_ANY))
+			return -errno;
+		perfmap_symbolizer_add_process(p->sym, pids[i], ticks, 0);
+		if (!track(p, pids[i], ticks))
+			return -ENOMEM;
+		p->t[p->nt - 1].next_ns = mono_ns() + REREAD_EVERY_NS;
+		p->t[p->nt - 1].every_ns = REREAD_EVERY_NS;
+	}
+	return 0;
+}
+
+struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts *opts,
+					      const char *mode, perfmap_profile_cb cb, void *data)
+{
+	struct perfmap_symbolizer_opts so = { .sz = sizeof(so) };
+	struct perfmap_profile *p = NULL;
+	uint64_t interval_ms;
+	uint32_t max;
+	int err;
+
+	err = parse_mode(mode, &interval_ms);
+	if (err)
+		goto fail;
+	err = -EINVAL;
+	if (!opts || !cb || (!opts->all && !opts->npids))
+		goto fail;
+	err = -ENOMEM;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		goto fail;
+	p->cb = cb;
+	p->data = data;
+	p->all = opts->all;
+	so.map_dir = opts->map_dir;
+	so.archive_dir = opts->archive_dir;
+	so.states_file = opts->states_file;
+	p->sym = perfmap_symbolizer_new(&so);
+	p->ubuf = calloc(PROFILE_DEPTH, sizeof(uint64_t));
+	p->kbuf = calloc(PROFILE_DEPTH, sizeof(uint64_t));
+	p->ips = calloc(2 * PROFILE_DEPTH, sizeof(uint64_t));
+	if (!p->sym) {
+		err = -errno;
+		goto fail;
+	}
+	if (!p->ubuf || !p->kbuf || !p->ips)
+		goto fail;
+	p->skel = profile_bpf__open();
+	if (!p->skel) {
+		err = -errno;
+		goto fail;
+	}
+	max = opts->max_stacks ? opts->max_stacks : STACKS_DEFAULT;
+	p->skel->rodata->all_tasks = opts->all;
+	p->skel->rodata->kernel_stacks = !opts->no_kernel;
+	bpf_map__set_max_entries(p->skel->maps.counts, max);
+	bpf_map__set_max_entries(p->skel->maps.stacks, 2 * max);
+	err = profile_bpf__load(p->skel);
+	if (err)
+		goto fail;
+	err = add_targets(p, opts->pids, opts->all ? 0 : opts->npids);
+	if (err)
+		goto fail;
+	err = profile_bpf__attach(p->skel);
+	if (err)
+		goto fail;
+	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
+	if (!p->rb) {
+		err = -errno;
+		goto fail;
+	}
+	err = open_cpus(p, interval_ms);
+	if (err)
+		goto fail;
+	return p;
+fail:
+	p->cb = NULL;  /* nothing is handed out of a start that failed */
+	perfmap_profile_stop(p);
+	errno = -err;
+	return NULL;
+}
+
+int perfmap_profile_fd(const struct perfmap_profile *p)
+{
+	return p && p->rb ? ring_buffer__epoll_fd(p->rb) : -EINVAL;
+}
+
+/*
+ * Processes in the counts that nothing told of: with -a, every process
+ * that ran before the start. Read while they are there, and kept up.
+ */
+static void discover(struct perfmap_profile *p)
+{
+	int cfd = bpf_map__fd(p->skel->maps.counts);
+	struct profile_key key, next, *prev = NULL;
+	uint64_t now = mono_ns(), ticks;
+	struct tracked *t;
+
+	if (now < p->discover_ns)
+		return;
+	p->discover_ns = now + DISCOVER_EVERY_NS;
+	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+		key = next;
+		prev = &key;
+		ticks = prof_ticks_of_ns(key.start_ns);
+		if (tracked_find(p, (pid_t)key.tgid, ticks))
+			continue;
+		t = track(p, (pid_t)key.tgid, ticks);
+		if (!t)
+			return;
+		t->gone = perfmap_symbolizer_add_process(p->sym, t->pid, ticks, 0) == -ESRCH;
+		t->next_ns = now + REREAD_EVERY_NS;
+		t->every_ns = REREAD_EVERY_NS;
+	}
+}
+
+int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
+{
+	int n;
+
+	if (!p || !p->rb)
+		return -EINVAL;
+	n = ring_buffer__poll(p->rb, timeout_ms);
+	reread(p);
+	discover(p);
+	return n < 0 && n != -EINTR ? n : 0;
+}
+
+/* The stack of id @id into @buf, leaf first; how many frames. */
+static uint32_t read_stack(int fd, __s32 id, uint64_t *buf)
+{
+	uint32_t n = 0;
+
+	if (id < 0 || bpf_map_lookup_elem(fd, &id, buf))
+		return 0;
+	while (n < PROFILE_DEPTH && buf[n])
+		n++;
+	return n;
+}
+
+/* Every counted stack to the callback; the counts and stacks cleared when @clear. */
+static int hand_out(struct perfmap_profile *p, bool clear)
+{
+	int cfd = bpf_map__fd(p->skel->maps.counts), sfd = bpf_map__fd(p->skel->maps.stacks);
+	struct profile_key key, next, *prev = NULL;
+	struct perfmap_profile_stack st;
+	char comm[PROFILE_COMM_LEN + 1];
+	uint32_t nu, nk;
+	uint64_t count;
+
+	ring_buffer__consume(p->rb);
+	/* The latest mappings of each process still there: JIT code made since the last read. */
+	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+		struct tracked *t;
+
+		key = next;
+		prev = &key;
+		t = track(p, (pid_t)key.tgid, prof_ticks_of_ns(key.start_ns));
+		if (!t || t->gone || t->final_read == p->flushes + 1)
+			continue;
+		t->final_read = p->flushes + 1;
+		if (perfmap_symbolizer_add_process(p->sym, t->pid, t->start_ticks, 0) == -ESRCH)
+			t->gone = true;
+	}
+	p->flushes++;
+	prev = NULL;
+	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(cfd, &key, &count))
+			continue;
+		nk = read_stack(sfd, key.kstack, p->kbuf);
+		nu = read_stack(sfd, key.ustack, p->ubuf);
+		memcpy(p->ips, p->kbuf, nk * sizeof(uint64_t));
+		memcpy(p->ips + nk, p->ubuf, nu * sizeof(uint64_t));
+		memcpy(comm, key.comm, PROFILE_COMM_LEN);
+		comm[PROFILE_COMM_LEN] = '\0';
+		st = (struct perfmap_profile_stack){
+			.pid = (pid_t)key.tgid, .start_ticks = prof_ticks_of_ns(key.start_ns),
+			.comm = comm, .ips = p->ips, .nips = nk + nu, .nkernel = nk, .samples = count,
+		};
+		p->stats.samples += count;
+		if (p->cb)
+			p->cb(p->data, &st);
+	}
+	if (!clear)
+		return 0;
+	while (!bpf_map_get_next_key(cfd, NULL, &next))
+		bpf_map_delete_elem(cfd, &next);
+	{
+		__u32 id, *prev_id = NULL;
+
+		while (!bpf_map_get_next_key(sfd, prev_id, &id)) {
+			bpf_map_delete_elem(sfd, &id);
+			prev_id = NULL;
+		}
+	}
+	return 0;
+}
+
+int perfmap_profile_flush(struct perfmap_profile *p)
+{
+	if (!p || !p->skel)
+		return -EINVAL;
+	return hand_out(p, true);
+}
+
+void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profile_stats *st)
+{
+	*st = p->stats;
+	if (p->skel && p->skel->bss) {
+		st->lost_keys = p->skel->bss->lost_keys;
+		st->lost_stacks = p->skel->bss->lost_stacks;
+		st->lost_events = p->skel->bss->lost_events;
+	}
+	st->processes = p->nt;
+}
+
+struct perfmap_symbolizer *perfmap_profile_symbolizer(struct perfmap_profile *p)
+{
+	return p ? p->sym : NULL;
+}
+
+static void detach(struct perfmap_profile *p)
+{
+	for (int cpu = 0; cpu < p->ncpus; cpu++) {
+		bpf_link__destroy(p->links ? p->links[cpu] : NULL);
+		if (p->pfds && p->pfds[cpu] >= 0)
+			close(p->pfds[cpu]);
+	}
+	free(p->links);
+	free(p->pfds);
+	p->links = NULL;
+	p->pfds = NULL;
+	p->ncpus = 0;
+}
+
+int perfmap_profile_stop(struct perfmap_profile *p)
+{
+	int err = 0;
+
+	if (!p)
+		return 0;
+	/* Sampling ends first: the counts read are the profile's last. */
+	detach(p);
+	if (p->skel && p->rb)
+		err = hand_out(p, false);
+	ring_buffer__free(p->rb);
+	profile_bpf__destroy(p->skel);
+	perfmap_symbolizer_free(p->sym);
+	free(p->t);
+	free(p->idx);
+	free(p->ubuf);
+	free(p->kbuf);
+	free(p->ips);
+	free(p);
+	return err;
+}

@@ -1,0 +1,306 @@
+/*
+ * The symbolizer: (pid, start time, address) to module, name, offset,
+ * source line and state. The kernel's addresses go to kallsyms; a user
+ * address to the mapping that held it when the process was read (its
+ * own, or its parent's for a forked child gone before it could be read),
+ * then to the perf map for anonymous code, or to the file's ELF symbols.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "symbolizer.h"
+
+#define KERNEL_MIN 0xffff800000000000ull   /* x86-64 and arm64: the kernel's half */
+
+uint64_t prof_ticks_of_ns(uint64_t ns)
+{
+	static uint64_t ns_per_tick;
+
+	if (!ns_per_tick) {
+		long hz = sysconf(_SC_CLK_TCK);
+
+		ns_per_tick = 1000000000ull / (uint64_t)(hz > 0 ? hz : 100);
+	}
+	return ns / ns_per_tick;
+}
+
+struct perfmap_symbolizer *perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts)
+{
+	struct perfmap_symbolizer *s = calloc(1, sizeof(*s));
+	const char *states_file = NULL;
+	int err = -ENOMEM;
+
+	if (!s)
+		goto fail;
+	snprintf(s->map_dir, sizeof(s->map_dir), "%s",
+		 opts && opts->map_dir ? opts->map_dir : "/tmp");
+	snprintf(s->archive_dir, sizeof(s->archive_dir), "%s",
+		 opts && opts->archive_dir ? opts->archive_dir : "/var/lib/perfmapd/archive");
+	if (opts && opts->sz >= offsetof(struct perfmap_symbolizer_opts, states_file) + sizeof(char *))
+		states_file = opts->states_file;
+	s->elf = elfsyms_new();
+	if (!s->elf)
+		goto fail;
+	s->states = states_load(states_file, &err);
+	if (!s->states)
+		goto fail;
+	return s;
+fail:
+	perfmap_symbolizer_free(s);
+	errno = -err;
+	return NULL;
+}
+
+int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				   pid_t ppid)
+{
+	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks);
+
+	if (!ps)
+		return -ENOMEM;
+	if (ppid) {
+		ps->ppid = ppid;
+		ps->forked = true;
+	}
+	return psnap_read(ps);
+}
+
+void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks);
+
+	if (!ps)
+		return;
+	ps->execd = true;
+	ps->forked = false;
+	/* Its old image's map is not its new image's. */
+	jitmap_free(ps->jit);
+	ps->jit = NULL;
+	ps->jit_tried = false;
+}
+
+/* The mappings to look @ps's addresses up in: its own, or its parent's until it exec'd. */
+static const struct psnap *mappings_of(struct perfmap_symbolizer *s, struct psnap *ps)
+{
+	struct psnap *parent;
+
+	if (ps->read)
+		return ps;
+	if (!ps->forked || !ps->ppid)
+		return NULL;
+	parent = psnaps_find(&s->procs, ps->ppid, 0);
+	return parent && parent->read ? parent : NULL;
+}
+
+/* A JIT name's source file: CPython's "py::f:/app/x.py", Node's "LazyCompile:*f /app/x.js:3". */
+static const char *jit_file(struct perfmap_symbolizer *s, const char *name, int *line)
+{
+	const char *p, *colon;
+	size_t n;
+
+	*line = 0;
+	if (!strncmp(name, "py::", 4)) {
+		p = strrchr(name, ':');
+		if (!p || p[1] != '/')
+			return NULL;
+		p++;
+		n = strlen(p);
+	} else {
+		p = strstr(name, " /");
+		if (!p)
+			p = strstr(name, " file://");
+		if (!p)
+			return NULL;
+		p++;
+		colon = strchr(p, ':');
+		if (!strncmp(p, "file://", 7))
+			colon = strchr(p + 7, ':');
+		n = colon ? (size_t)(colon - p) : strlen(p);
+		if (colon)
+			*line = atoi(colon + 1);
+	}
+	if (n >= sizeof(s->jitfile))
+		return NULL;
+	memcpy(s->jitfile, p, n);
+	s->jitfile[n] = '\0';
+	return symbolizer_intern(s, s->jitfile);
+}
+
+static size_t str_hash(const char *str)
+{
+	size_t h = 5381;
+
+	while (*str)
+		h = h * 33 + (unsigned char)*str++;
+	return h;
+}
+
+const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str)
+{
+	char **old = s->strings;
+	size_t i, oldcap = s->strings_cap;
+
+	if (2 * (s->nstrings + 1) > s->strings_cap) {
+		s->strings_cap = s->strings_cap ? s->strings_cap * 2 : 256;
+		s->strings = calloc(s->strings_cap, sizeof(*s->strings));
+		if (!s->strings) {
+			s->strings = old;
+			s->strings_cap = oldcap;
+			return NULL;
+		}
+		for (i = 0; i < oldcap; i++) {
+			size_t k;
+
+			if (!old[i])
+				continue;
+			for (k = str_hash(old[i]) % s->strings_cap; s->strings[k];
+			     k = (k + 1) % s->strings_cap)
+				;
+			s->strings[k] = old[i];
+		}
+		free(old);
+	}
+	for (i = str_hash(str) % s->strings_cap; s->strings[i]; i = (i + 1) % s->strings_cap)
+		if (!strcmp(s->strings[i], str))
+			return s->strings[i];
+	s->strings[i] = strdup(str);
+	if (s->strings[i])
+		s->nstrings++;
+	return s->strings[i];
+}
+
+static int lookup_kernel(struct perfmap_symbolizer *s, uint64_t addr, struct perfmap_symbol *out)
+{
+	if (!s->ks_tried) {
+		s->ks = kallsyms_load();
+		s->ks_tried = true;
+	}
+	out->state = PERFMAP_STATE_KERNEL;
+	out->module = "[kernel]";
+	out->name = kallsyms_find(s->ks, addr, &out->offset, &out->module);
+	if (!out->name) {
+		out->offset = addr;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap_vma *v,
+		       uint64_t addr, struct perfmap_symbol *out)
+{
+	if (!ps->jit_tried) {
+		ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks);
+		ps->jit_tried = true;
+	}
+	out->module = v->path ? v->path : "[anon]";
+	out->offset = addr - v->lo;
+	out->name = ps->jit ? jitmap_lookup(ps->jit, addr, &out->offset) : NULL;
+	if (!out->name) {
+		out->state = PERFMAP_STATE_UNNAMED;
+		return -ENOENT;
+	}
+	out->module = jitmap_path(ps->jit);
+	out->state = PERFMAP_STATE_JIT;
+	out->file = jit_file(s, out->name, &out->line);
+	return 0;
+}
+
+static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
+		       const struct psnap_vma *v, uint64_t addr, struct perfmap_symbol *out)
+{
+	uint64_t file_off = addr - v->lo + v->pgoff;
+	char open_path[PATH_MAX];
+	char st;
+	int err;
+
+	out->module = v->path;
+	out->offset = file_off;
+	out->state = PERFMAP_STATE_NATIVE;
+	/* Through its root while it lives: a container's files are not the host's. */
+	if (snprintf(open_path, sizeof(open_path), "/proc/%d/root%s", (int)owner->pid, v->path) >=
+		    (int)sizeof(open_path) || access(open_path, R_OK))
+		snprintf(open_path, sizeof(open_path), "%s", v->path);
+	err = elfsyms_lookup(s->elf, v->path, open_path, file_off, &out->name, &out->offset,
+			     &out->file, &out->line);
+	st = states_of(s->states, out->name);
+	if (st)
+		out->state = st;
+	return err ? err : out->name ? 0 : -ENOENT;
+}
+
+int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+			      uint64_t addr, struct perfmap_symbol *out)
+{
+	const struct psnap_vma *v;
+	const struct psnap *maps;
+	struct psnap *ps;
+
+	*out = (struct perfmap_symbol){ .module = "[unknown]", .offset = addr,
+					.state = PERFMAP_STATE_UNKNOWN };
+	if (addr >= KERNEL_MIN)
+		return lookup_kernel(s, addr, out);
+	ps = psnaps_find(&s->procs, pid, start_ticks);
+	if (!ps || (!ps->read && !ps->forked)) {
+		/* Not seen yet: read it now, if it is still that process. */
+		ps = psnaps_get(&s->procs, pid, start_ticks);
+		if (!ps)
+			return -ENOMEM;
+		psnap_read(ps);
+	}
+	maps = mappings_of(s, ps);
+	v = maps ? psnap_find_vma(maps, addr) : NULL;
+	if (!v)
+		return -ENOENT;
+	if (v->kind == PERFMAP_VMA_SPECIAL && v->path) {
+		/* [vdso], [vsyscall]: the kernel's code in user space, no file to read. */
+		out->module = symbolizer_intern(s, v->path);
+		out->offset = addr - v->lo;
+		out->state = PERFMAP_STATE_NATIVE;
+		return -ENOENT;
+	}
+	if (v->kind == PERFMAP_VMA_ANON || (v->kind == PERFMAP_VMA_MEMFD && v->shared) || !v->path)
+		return lookup_anon(s, ps, v, addr, out);
+	return lookup_file(s, maps, v, addr, out);
+}
+
+int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+			       struct perfmap_process *out)
+{
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks);
+
+	*out = (struct perfmap_process){ 0 };
+	if (!ps)
+		return -ENOENT;
+	/* A forked child never read is its parent, as far as these go. */
+	if (!ps->exe && !ps->cgroup && ps->forked && ps->ppid) {
+		struct psnap *parent = psnaps_find(&s->procs, ps->ppid, 0);
+
+		if (parent)
+			ps = parent;
+	}
+	out->ppid = ps->ppid;
+	out->exe = ps->exe;
+	out->cgroup = ps->cgroup;
+	out->container = ps->container[0] ? ps->container : NULL;
+	return 0;
+}
+
+void perfmap_symbolizer_free(struct perfmap_symbolizer *s)
+{
+	if (!s)
+		return;
+	psnaps_free(&s->procs);
+	kallsyms_free(s->ks);
+	elfsyms_free(s->elf);
+	states_free(s->states);
+	for (size_t i = 0; i < s->strings_cap; i++)
+		free(s->strings[i]);
+	free(s->strings);
+	free(s->dump);
+	free(s);
+}

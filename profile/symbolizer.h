@@ -1,0 +1,27 @@
+/* The symbolizer's state, for symbolize.c and dumpstack.c. */
+#ifndef PERFMAP_PROFILE_SYMBOLIZER_H
+#define PERFMAP_PROFILE_SYMBOLIZER_H
+
+#include <limits.h>
+
+#include "internal.h"
+
+struct perfmap_symbolizer {
+	char map_dir[PATH_MAX];
+	char archive_dir[PATH_MAX];
+	struct psnaps procs;
+	struct kallsyms *ks;
+	bool ks_tried;
+	struct elfsyms *elf;
+	struct states *states;
+	char jitfile[PATH_MAX];    /* the last JIT name's file, before it is interned */
+	char **strings;            /* interned: open addressing by content */
+	size_t nstrings, strings_cap;
+	char *dump;                /* perfmap_profile_dumpstack()'s text */
+	size_t dump_cap;
+};
+
+/* @str kept for the symbolizer's life, once per content; NULL without memory. */
+PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
+
+#endif /* PERFMAP_PROFILE_SYMBOLIZER_H */

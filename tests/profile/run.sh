@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# perfmapctl profile against real processes with real BPF: the test JIT
+# (tests/profile/splitjit.c) splits its time 3 to 1 between two named
+# functions; its forked child's frames named through the copy perfmapd made,
+# after the child is gone (from retention, and from the archive); a command
+# run under the profiler with its children; the letters on real samples;
+# folded stacks; CPython -X perf where present; and the errors.
+#
+#   tests/profile/run.sh BUILD_DIR [SCENARIO...]
+#
+# Every function named test_* is a scenario. Root and BPF (PERFMAPD_SKIP_BPF=1
+# skips loudly). Maps go to private directories under $WORK, never /tmp.
+set -u
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [SCENARIO...]}" && pwd)
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d /var/tmp/perfmapd-profile.XXXXXX)
+chmod 755 "$WORK"
+. "$HERE/../agent/lib.sh"
+
+CTL=$BUILD/perfmapctl
+SPLIT=$BUILD/tests/splitjit
+PIDS=()
+cleanup() {
+	local p
+	cleanup_agent
+	for p in "${PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+SUITE="perfmapctl profile tests"
+[ "$(id -u)" = 0 ] || skip_or_fail "not root: the BPF sampler cannot be loaded"
+[ -r /sys/kernel/btf/vmlinux ] || skip_or_fail "no kernel BTF (/sys/kernel/btf/vmlinux)"
+# The sampler must load here at all: said once, with the reason, rather than in every scenario.
+if ! "$CTL" profile -d 1 -p $$ >"$WORK/preflight.out" 2>&1; then
+	skip_or_fail "perfmapctl profile does not run here: $(head -c 300 "$WORK/preflight.out")"
+fi
+
+# share FILE NAME: the percentage the default view gives NAME's line, or nothing.
+share() { awk -v n="$2" '$2 == n { sub("%", "", $1); print $1; exit }' "$1"; }
+# within VALUE WANT TOL: VALUE is WANT +- TOL.
+within() { [ -n "$1" ] && [ "$1" -ge $(($2 - $3)) ] && [ "$1" -le $(($2 + $3)) ]; }
+# profile OUT ARGS...: perfmapctl profile's report in OUT, what it said in OUT.err, its status in RC.
+profile() {
+	local out=$1
+	shift
+	"$CTL" profile "$@" >"$out" 2>"$out.err"
+	RC=$?
+}
+new_maps() { mktemp -d "$WORK/maps.XXXXXX"; }
+# agent_on MAPS ARGS...: perfmapd on MAPS, its archive in $WORK/archive-<name of MAPS>.
+agent_on() {
+	local maps=$1
+	shift
+	ARCH=$WORK/archive-${maps##*/}
+	mkdir -p "$WORK/run"
+	start_agent "$WORK/agent-${maps##*/}.log" --map-dir "$maps" --archive-dir "$ARCH" \
+		--run-dir "$WORK/run" "$@"
+}
+
+# 75/25 by instructions between two named JIT functions: the profile says 75 +- 5 and 25 +- 5
+# (1 ms interval, 3 s: some 3000 samples, whose 75 % has a standard error under 1 %).
+test_split() {
+	local m out=$WORK/split.out hot cold
+	m=$(new_maps)
+	profile "$out" -j i1 --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 3000
+	check "split: the profile of a command exits 0" test "$RC" = 0
+	hot=$(share "$out" split_hot)
+	cold=$(share "$out" split_cold)
+	check "split: split_hot has 75 +- 5 % of the samples (${hot:-none})" within "$hot" 75 5
+	check "split: split_cold has 25 +- 5 % (${cold:-none})" within "$cold" 25 5
+	check "split: nothing said about unnamed samples ($(cat "$out.err"))" test ! -s "$out.err"
+	[ "$RC" = 0 ] || sed 's/^/    /' "$out" "$out.err"
+}
+
+# The letters on real samples: states, module:name with full paths, depth, raw counts.
+test_letters() {
+	local m out=$WORK/letters
+	m=$(new_maps)
+	profile "$out.v" -j v --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
+	check "letters: v says the time is in JIT code ($(grep -v ^pid "$out.v" | head -1))" \
+		grep -Eq '^ ?[0-9]+%  JIT code$' "$out.v"
+	profile "$out.pF" -j pF --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
+	check "letters: pF names the map with its path" grep -Eq "^ ?[0-9]+%  $m/perf-[0-9]+\.map:split_hot$" "$out.pF"
+	profile "$out.2" -j 2 --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
+	check "letters: 2 gives the caller, named from the ELF file (split_hot < main)" \
+		grep -Eq '^ ?[0-9]+%  split_hot < main$' "$out.2"
+	profile "$out.r" -j r --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
+	check "letters: r gives counts ($(grep -v ^pid "$out.r" | head -1))" grep -Eq '^ +[0-9]+  split_hot$' "$out.r"
+	profile "$out.bad" -j fq --map-dir "$m" -- true
+	check "letters: a bad letter is an error naming it (exit 2)" \
+		eval '[ "$RC" = 2 ] && grep -q "'"'"'q'"'"' is not a letter of -j" "$out.bad.err"'
+}
+
+# G: folded stacks, caller first: what flamegraph.pl and speedscope read.
+test_folded() {
+	local m out=$WORK/folded.out bad total
+	m=$(new_maps)
+	profile "$out" -j G --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 1000
+	bad=$(grep -cvE '^[^ ]([^;]*;)*[^;]* [0-9]+$' "$out")
+	total=$(awk '{ n += $NF } END { print n + 0 }' "$out")
+	check "folded: every line is 'frame;frame;... count' ($bad not)" test "$bad" = 0
+	check "folded: the hot stack ends in split_hot, caller first" grep -Eq '(^|;)main;split_hot [0-9]+$' "$out"
+	check "folded: counts add up to some 100 samples of 1 s ($total)" test "$total" -ge 50
+}
+
+# A JIT forks; its child runs the code and exits before the report. With the
+# agent its copy names the child's frames (from retention, the child gone);
+# without it, the same frames are unnamed, and the profiler says how many.
+test_fork_child() {
+	local m out=$WORK/fork hot
+	m=$(new_maps)
+	agent_on "$m" --retention 60 || { fail "fork_child: perfmapd did not start"; return; }
+	profile "$out.agent" -j v --map-dir "$m" --archive-dir "$ARCH" -- \
+		"$SPLIT" --dir "$m" --child --child-run-ms 1500 --after-ms 300 --wait-map-ms 5000
+	check "fork_child: the child found the agent's copy of the map" grep -q "child_map found" "$out.agent"
+	check "fork_child: with perfmapd, the child's samples are named JIT code ($(grep JIT "$out.agent" | head -2 | tr '\n' ' '))" \
+		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out.agent"); [ "${hot:-0}" -ge 80 ]'
+	check "fork_child: the child was gone when the report was written, its map retained" \
+		eval 'c=$(awk "/^child / { print \$2 }" "$out.agent"); [ -n "$c" ] && [ ! -e /proc/$c ] && [ -e "$m/perf-$c.map" ]'
+	stop_agent || fail "fork_child: perfmapd exited non-zero"
+	m=$(new_maps)
+	profile "$out.none" -j v --map-dir "$m" -- \
+		"$SPLIT" --dir "$m" --child --child-run-ms 1500 --after-ms 300 --wait-map-ms 300
+	check "fork_child: without perfmapd, the child has no map" grep -q "child_map missing" "$out.none"
+	check "fork_child: ...its samples are unnamed JIT code ($(grep JIT "$out.none" | head -1))" \
+		eval 'u=$(awk '"'"'/Unnamed JIT code$/ { sub("%", "", $1); print $1 }'"'"' "$out.none"); [ "${u:-0}" -ge 80 ]'
+	check "fork_child: ...and the profiler says how many it could not name" \
+		grep -q "samples ([0-9]*%) are in JIT code no perf map names" "$out.none.err"
+}
+
+# -p with a duration: the child exits, its map goes to the archive after a 1 s
+# retention, and the report, written later, names it from the archive.
+test_archived_child() {
+	local m out=$WORK/archived.out pid c
+	m=$(new_maps)
+	agent_on "$m" --retention 1 || { fail "archived_child: perfmapd did not start"; return; }
+	"$SPLIT" --dir "$m" --child --fork-delay-ms 1000 --child-run-ms 1500 --after-ms 8000 \
+		--wait-map-ms 5000 >"$WORK/archived.jit" &
+	pid=$!
+	PIDS+=("$pid")
+	wait_for 5 grep -q "^pid " "$WORK/archived.jit"
+	profile "$out" -j v -d 6 -p "$pid" --map-dir "$m" --archive-dir "$ARCH"
+	c=$(awk '/^child / { print $2 }' "$WORK/archived.jit")
+	check "archived_child: the child's map was archived before the report (perf-$c-*.map)" \
+		eval '[ -n "$c" ] && ls "$ARCH"/perf-"$c"-*.map >/dev/null 2>&1 && [ ! -e "$m/perf-$c.map" ]'
+	check "archived_child: its samples are named from the archive ($(grep -v ^pid "$out" | head -1))" \
+		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out"); [ "${hot:-0}" -ge 80 ]'
+	stop_agent || fail "archived_child: perfmapd exited non-zero"
+}
+
+# The whole host: the JIT among every other process.
+test_all() {
+	local m out=$WORK/all.out pid
+	m=$(new_maps)
+	"$SPLIT" --dir "$m" --run-ms 4000 >/dev/null &
+	pid=$!
+	PIDS+=("$pid")
+	profile "$out" -a -d 2 -j m1 --map-dir "$m"
+	check "all: -a exits 0" test "$RC" = 0
+	check "all: -a names the JIT's functions among the host's" grep -q "split_hot$" "$out"
+	wait "$pid"
+}
+
+# Real runtimes, their maps in a private /tmp (a mount namespace with $m bound
+# there): Node's --perf-basic-prof names its optimized code "JS:*f file:line",
+# whose file l gives; CPython's -X perf trampolines are a sliver of its time
+# (it has no frame pointers to walk through), its interpreter loop is I.
+test_runtimes() {
+	local py m out=$WORK/runtimes
+	m=$(new_maps)
+	chmod 1777 "$m"
+	if command -v node >/dev/null; then
+		cat >"$WORK/busy.js" <<'JS'
+function hot(n) { let s = 0; for (let i = 0; i < n; i++) s += i * i % 7; return s; }
+const end = Date.now() + 2000; let t = 0;
+while (Date.now() < end) t += hot(100000);
+JS
+		profile "$out.node" -j F --map-dir "$m" -- unshare -m sh -c \
+			'mount --bind "$1" /tmp && cd "$3" && exec node --perf-basic-prof "$2"' _ "$m" "$WORK/busy.js" "$WORK"
+		check "runtimes: node --perf-basic-prof: its hot function named from its map ($(grep -m1 hot "$out.node"))" \
+			eval 'n=$(awk '"'"'/:JS:\*hot / { sub("%", "", $1); print $1 }'"'"' "$out.node"); [ "${n:-0}" -ge 50 ]'
+		profile "$out.nodel" -j l --map-dir "$m" -- unshare -m sh -c \
+			'mount --bind "$1" /tmp && cd "$3" && exec node --perf-basic-prof "$2"' _ "$m" "$WORK/busy.js" "$WORK"
+		check "runtimes: node: l gives the script's file and line for its JIT frames ($(head -1 "$out.nodel"))" \
+			grep -Eq '^ ?[0-9]+%  busy\.js:1$' "$out.nodel"
+	else
+		skip "no node here"
+	fi
+	py=$(find_python)
+	if [ -n "$py" ]; then
+		cat >"$WORK/busy.py" <<'PY'
+import time
+def hot(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+end = time.time() + 2
+while time.time() < end:
+    hot(20000)
+PY
+		profile "$out.py" -j v --map-dir "$m" -- unshare -m sh -c \
+			'mount --bind "$1" /tmp && exec "$2" -X perf "$3"' _ "$m" "$py" "$WORK/busy.py"
+		check "runtimes: $("$py" -V 2>&1) -X perf: its interpreter loop is I ($(grep Interpreted "$out.py"))" \
+			grep -Eq '^ ?[0-9]+%  Interpreted$' "$out.py"
+		check "runtimes: CPython wrote its map, with py:: names" grep -qs "py::hot:$WORK/busy.py" "$m"/perf-*.map
+	else
+		skip "no CPython 3.12+ here"
+	fi
+}
+
+find_python() {
+	local v root
+	root=$(command -v pyenv >/dev/null && pyenv root 2>/dev/null)
+	for v in python3.13 python3.12; do
+		command -v "$v" >/dev/null && "$v" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null &&
+			{ command -v "$v"; return; }
+	done
+	for v in "${root:-/root/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+		[ -x "$v" ] && { echo "$v"; return; }
+	done
+}
+
+# What the user gets wrong: a pid that does not exist, an unprivileged user, no target.
+test_errors() {
+	local out=$WORK/errors pid
+	profile "$out.nopid" -p 4194300 -d 1
+	check "errors: a pid that does not exist: exit 2, said ($(cat "$out.nopid.err"))" \
+		eval '[ "$RC" = 2 ] && grep -q "no such process" "$out.nopid.err"'
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$CTL" profile -d 1 -p $$ >"$out.perm" 2>"$out.perm.err"
+	RC=$?
+	check "errors: without privilege: exit 2, and it says what is needed ($(cat "$out.perm.err"))" \
+		eval '[ "$RC" = 2 ] && grep -q "cannot load the BPF sampler: Operation not permitted (root, or CAP_BPF and CAP_PERFMON, is needed)" "$out.perm.err"'
+	profile "$out.none" -d 1
+	check "errors: no target: exit 2, said" \
+		eval '[ "$RC" = 2 ] && grep -q "give one of -p PID, -a or -- COMMAND" "$out.none.err"'
+}
+
+scenario_done() { cleanup_agent; }
+pick_scenarios "$0" "$@"
+run_scenarios "profile tests"

@@ -10,22 +10,25 @@
  * format a stack with dumpstack's letters. perfmapctl profile is built on
  * it. Errors are negative errno values, or NULL with errno set.
  *
+ *	static struct perfmap_profile *prof;
+ *
  *	static void on_stack(void *data, const struct perfmap_profile_stack *st)
  *	{
  *		size_t len;
- *		const char *s = perfmap_profile_dumpstack(data, st, "f;", -20, &len);
+ *		const char *s = perfmap_profile_dumpstack(perfmap_profile_symbolizer(prof),
+ *							  st, "fZ;", -20, &len);
  *
  *		printf("%.*s %llu\n", (int)len, s, (unsigned long long)st->samples);
  *	}
  *
  *	pid_t pid = 1234;
  *	struct perfmap_profile_opts o = { .sz = sizeof(o), .pids = &pid, .npids = 1 };
- *	struct perfmap_profile *p = perfmap_profile_start(&o, "i10", on_stack, NULL);
- *	sleep(5);
- *	perfmap_profile_stop(p);   (on_stack runs once per distinct stack, then p is freed)
+ *	prof = perfmap_profile_start(&o, "i10", on_stack, NULL);
+ *	... perfmap_profile_poll(prof, 100) for a while ...
+ *	perfmap_profile_stop(prof);   (on_stack once per distinct stack; prof is freed)
  *
- * docs/profile.md has a complete program; make test builds it against the
- * installed library.
+ * tests/install/profile_example.c is a complete program (docs/profile.md
+ * shows it); make test builds it against the installed library.
  */
 #ifndef PERFMAP_PROFILE_H
 #define PERFMAP_PROFILE_H

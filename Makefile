@@ -40,7 +40,7 @@ BASE_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -pthread -MMD -MP
 # public header and perfmap_tools.h, the interface it offers them.
 LIB_INCLUDES := -Iperfmap/include -Iperfmap
 AGENT_INCLUDES := -Iperfmap/include -Iagent -Ibpf -I$(O)/bpf
-CTL_INCLUDES := -Iperfmap/include -Iprofile/include -Ictl
+CTL_INCLUDES := -Iperfmap/include -Iprofile/include -Ictl -I$(O)/proto
 # libperfmap-profile sees libperfmap's tools interface, its BPF object's header and skeleton.
 PROF_INCLUDES := -Iprofile/include -Iprofile -Iperfmap/include -Ibpf -I$(O)/bpf
 # Only the PERFMAP_API functions leave the shared library.
@@ -127,6 +127,25 @@ $(O)/obj/profile/%.o: profile/%.c
 
 $(O)/obj/profile/sampler.o: $(PROF_SKEL)
 
+# pprof's profile.proto, compiled by protoc-c (see scripts/deps.sh for why).
+PROTO_C := $(O)/proto/profile.pb-c.c
+PROTO_H := $(O)/proto/profile.pb-c.h
+PROTO_OBJ := $(O)/obj/proto/profile.pb-c.o
+PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
+PROTOBUF_LIBS := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
+
+$(PROTO_C) $(PROTO_H) &: ctl/proto/profile.proto
+	@mkdir -p $(@D)
+	$(call msg,PROTOC,$@)
+	$(Q)protoc-c --c_out=$(O)/proto -Ictl/proto $<
+
+$(PROTO_OBJ): $(PROTO_C)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(PROTOBUF_CFLAGS) $(CFLAGS) -I$(O)/proto -c $< -o $@
+
+$(O)/obj/ctl/profile_pprof.o: $(PROTO_H)
+
 $(O)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
@@ -212,9 +231,10 @@ $(PC): perfmap/perfmap.pc.in Makefile
 	$(PC_SED) $< > $@
 
 # Tools link the static library: one self-contained binary per host.
-$(CTL): $(CTL_OBJS) $(PROF_A) $(LIBA)
+$(CTL): $(CTL_OBJS) $(PROTO_OBJ) $(PROF_A) $(LIBA)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(PROF_A) $(LIBA) $(JSON_LIBS) $(PROF_LIBS)
+	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(PROTO_OBJ) $(PROF_A) $(LIBA) $(JSON_LIBS) \
+		$(PROF_LIBS) $(PROTOBUF_LIBS) -lz
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \

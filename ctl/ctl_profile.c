@@ -21,6 +21,7 @@
 
 #include "ctl.h"
 #include "perfmap_profile.h"
+#include "profile_pprof.h"
 #include "profile_report.h"
 
 #define PIDS_MAX 256
@@ -172,7 +173,7 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 
 static const char usage[] =
 	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
-	"                          [--states FILE] [--map-dir DIR] [--archive-dir DIR]\n"
+	"                          [--every DURATION] [--states FILE] [--map-dir DIR] [--archive-dir DIR]\n"
 	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
 	"\n"
 	"Samples the processes (and the children they fork), the whole host, or\n"
@@ -185,6 +186,8 @@ static const char usage[] =
 	"     C native, K kernel                  z  zones (--zone)\n"
 	"  r  raw counts   a / A  annotate source   G  folded stacks for flame graphs\n"
 	"  m<N>  minimum percent (3)              i<N>  interval in ms (10)\n"
+	"-o FILE.pb.gz writes pprof (go tool pprof); --every writes a profile per period\n"
+	"to -o FILE with the period's start time in its name.\n"
 	"docs/profile.md has them all beside LuaJIT's.\n";
 
 static int parse_pids(const char *arg, pid_t *pids, size_t *n)
@@ -257,7 +260,7 @@ static void say_unnamed(const struct prof_run *r)
 
 struct prof_args {
 	const char *letters, *out, *states, *map_dir, *archive_dir;
-	uint64_t duration_s;
+	uint64_t duration_s, every_s;
 	pid_t pids[PIDS_MAX];
 	size_t npids;
 	bool all;
@@ -271,6 +274,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		{ "states", required_argument, NULL, 'S' },
 		{ "map-dir", required_argument, NULL, 'M' },
 		{ "archive-dir", required_argument, NULL, 'A' },
+		{ "every", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -308,6 +312,12 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 				return -EINVAL;
 			}
 			break;
+		case 'E':
+			if (perfmap__parse_duration(optarg, &a->every_s) || !a->every_s) {
+				ctl_error("profile: --every %s: a duration is 60, 60s, 5m or 1h", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'S': a->states = optarg; break;
 		case 'M': a->map_dir = optarg; break;
 		case 'A': a->archive_dir = optarg; break;
@@ -321,6 +331,10 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		ctl_error("profile: give one of -p PID, -a or -- COMMAND");
 		return -EINVAL;
 	}
+	if (a->every_s && (!a->out || !strcmp(a->out, "-"))) {
+		ctl_error("profile: --every writes a file per period: give -o FILE");
+		return -EINVAL;
+	}
 	if (prof_view_parse(a->letters, &r->view, err, sizeof(err))) {
 		ctl_error("profile: -j %s: %s", a->letters, err);
 		return -EINVAL;
@@ -328,11 +342,92 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 	return 0;
 }
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* @out with @at (UTC) before its extension: host.pb.gz -> host-20261127T011500Z.pb.gz. */
+static void period_path(const char *out, uint64_t at_ns, char *buf, size_t len)
+{
+	const char *ext = strstr(out, ".pb.gz");
+	const char *slash = strrchr(out, '/'), *dot = strrchr(out, '.');
+	time_t t = (time_t)(at_ns / 1000000000ull);
+	char stamp[32];
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if (!ext && dot && (!slash || dot > slash))
+		ext = dot;
+	if (!ext)
+		ext = out + strlen(out);
+	snprintf(buf, len, "%.*s-%s%s", (int)(ext - out), out, stamp, ext);
+}
+
+/* The samples gathered since @start_ns, to @path (NULL or "-": standard output); 0 or -errno. */
+static int write_report(const struct prof_run *r, const char *path, uint64_t start_ns)
+{
+	struct prof_pprof_info info = {
+		.interval_ns = r->view.interval_ms * 1000000ull, .time_ns = start_ns,
+		.duration_ns = real_ns() - start_ns,
+	};
+	FILE *out = stdout;
+	int err;
+
+	if (prof_pprof_wanted(path))
+		return prof_pprof_write(r->samples, r->n, &info, path);
+	if (path && strcmp(path, "-")) {
+		out = fopen(path, "we");
+		if (!out)
+			return -errno;
+	}
+	err = prof_report(r->samples, r->n, &r->view, out);
+	if (out != stdout && fclose(out) && !err)
+		err = -errno;
+	fflush(stdout);
+	return err;
+}
+
+static void samples_reset(struct prof_run *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free((void *)r->samples[i].frames);
+	r->n = 0;
+	r->total = r->unnamed = r->unknown = r->kernel_only = 0;
+}
+
+/* --every: the period's samples to a file of their own, and a fresh count. */
+static int write_period(struct perfmap_profile *p, struct prof_run *r, const struct prof_args *a,
+			uint64_t *start_ns)
+{
+	char path[4096];
+	int err;
+
+	err = perfmap_profile_flush(p);
+	if (!err && r->failed)
+		err = -ENOMEM;
+	if (!err) {
+		period_path(a->out, *start_ns, path, sizeof(path));
+		err = write_report(r, path, *start_ns);
+		if (err)
+			ctl_error("profile: %s: %s", path, strerror(-err));
+		say_unnamed(r);
+	}
+	samples_reset(r);
+	*start_ns = real_ns();
+	return err;
+}
+
 /* Sample until the duration ends, a signal comes, or COMMAND exits (then *@reaped). */
-static int run(struct perfmap_profile *p, const struct prof_args *a, pid_t child, int *status,
-	       bool *reaped)
+static int run(struct perfmap_profile *p, struct prof_run *r, const struct prof_args *a,
+	       pid_t child, int *status, bool *reaped, uint64_t *start_ns)
 {
 	uint64_t deadline = a->duration_s ? mono_ms() + a->duration_s * 1000 : 0;
+	uint64_t next = a->every_s ? mono_ms() + a->every_s * 1000 : 0;
 	int err;
 
 	while (!stop_requested) {
@@ -345,6 +440,12 @@ static int run(struct perfmap_profile *p, const struct prof_args *a, pid_t child
 		}
 		if (deadline && mono_ms() >= deadline)
 			break;
+		if (next && mono_ms() >= next) {
+			next += a->every_s * 1000;
+			err = write_period(p, r, a, start_ns);
+			if (err)
+				return err;
+		}
 	}
 	return 0;
 }
@@ -357,9 +458,10 @@ int cmd_profile(int argc, char **argv)
 	struct perfmap_profile *p;
 	char mode[32];
 	int go_fd = -1, status = 0, err, rc = CTL_ERROR;
+	uint64_t start_ns = real_ns();
 	bool reaped = false;
+	char path[4096];
 	pid_t child = 0;
-	FILE *out = stdout;
 
 	err = parse_args(argc, argv, &a, &r);
 	if (err)
@@ -402,7 +504,7 @@ int cmd_profile(int argc, char **argv)
 		close(go_fd);
 		go_fd = -1;
 	}
-	err = run(p, &a, child, &status, &reaped);
+	err = run(p, &r, &a, child, &status, &reaped, &start_ns);
 	if (err)
 		ctl_error("profile: %s", strerror(-err));
 	err = perfmap_profile_stop(p);
@@ -410,26 +512,18 @@ int cmd_profile(int argc, char **argv)
 		ctl_error("profile: cannot read the samples: %s", strerror(err ? -err : ENOMEM));
 		goto free_samples;
 	}
-	if (a.out && strcmp(a.out, "-")) {
-		out = fopen(a.out, "we");
-		if (!out) {
-			ctl_error("profile: %s: %s", a.out, strerror(errno));
-			goto free_samples;
-		}
-	}
-	err = prof_report(r.samples, r.n, &r.view, out);
-	if (out != stdout && fclose(out))
-		err = -errno;
+	if (a.every_s)
+		period_path(a.out, start_ns, path, sizeof(path));
+	err = write_report(&r, a.every_s ? path : a.out, start_ns);
 	if (err) {
-		ctl_error("profile: cannot write the report: %s", strerror(-err));
+		ctl_error("profile: cannot write the report%s%s: %s", a.out ? " to " : "",
+			  a.every_s ? path : a.out ? a.out : "", strerror(-err));
 		goto free_samples;
 	}
-	fflush(stdout);
 	say_unnamed(&r);
 	rc = CTL_OK;
 free_samples:
-	for (size_t i = 0; i < r.n; i++)
-		free((void *)r.samples[i].frames);
+	samples_reset(&r);
 	free(r.samples);
 	for (size_t i = 0; i < r.strings_cap; i++)
 		free(r.strings[i]);

@@ -23,14 +23,17 @@ set -eu
 # perfmapctl profile: elfutils' libdw (libdwfl) names native code by its ELF
 # symbols and DWARF lines, separate debug files and build ids included (a
 # maintained reader of both formats, rather than a hand-written one); bpftrace
-# is one of the profilers its benchmark runs beside it.
+# is one of the profilers its benchmark runs beside it. Its pprof output is
+# encoded by protobuf-c from pprof's profile.proto (protoc-c at build time: a
+# maintained protobuf implementation for C), and read back in the tests by
+# go tool pprof (golang-go).
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
 # integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
-libmicrohttpd-dev prometheus libdw-dev bpftrace"
+libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the
 # PATH: a node from elsewhere (NodeSource's nodejs bundles npm) serves, and

@@ -110,6 +110,30 @@ test_folded() {
 	check "folded: counts add up to some 100 samples of 1 s ($total)" test "$total" -ge 50
 }
 
+# pprof for fleets: read back by go tool pprof (Debian's golang), and one profile per period.
+test_pprof() {
+	local m out=$WORK/pprof flat n f
+	command -v go >/dev/null || { fail "pprof: go is missing (make deps: golang-go)"; return; }
+	m=$(new_maps)
+	profile "$out.run" -j i1 -o "$out.pb.gz" --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 2000
+	check "pprof: -o FILE.pb.gz writes a gzipped profile" eval 'gzip -t "$out.pb.gz"'
+	HOME=$WORK GOCACHE=$WORK/gocache GOFLAGS= timeout 120 go tool pprof -top "$out.pb.gz" >"$out.top" 2>&1
+	flat=$(awk '$NF == "split_hot" { sub("%", "", $2); printf "%d", $2 }' "$out.top")
+	check "pprof: go tool pprof -top reads it: split_hot's flat share is 75 +- 5 % (${flat:-none})" \
+		within "$flat" 75 5 || sed 's/^/    /' "$out.top" | head -20
+	check "pprof: its samples are CPU time at the interval (Type: cpu)" grep -q "^Type: cpu" "$out.top"
+	m=$(new_maps)
+	profile "$out.every" --every 1 -o "$out-e.pb.gz" --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 2600
+	n=0
+	for f in "$out"-e-*.pb.gz; do
+		[ -e "$f" ] || continue
+		HOME=$WORK GOCACHE=$WORK/gocache timeout 120 go tool pprof -top "$f" 2>/dev/null | grep -q "split_hot$" &&
+			n=$((n + 1))
+	done
+	check "pprof: --every 1 writes a profile a second, each naming split_hot ($n of $(ls "$out"-e-*.pb.gz 2>/dev/null | wc -l))" \
+		test "$n" -ge 2
+}
+
 # A JIT forks; its child runs the code and exits before the report. With the
 # agent its copy names the child's frames (from retention, the child gone);
 # without it, the same frames are unnamed, and the profiler says how many.

@@ -1,0 +1,345 @@
+/*
+ * pprof output: the profile format go tool pprof, pprof's web UI and the
+ * profile stores of fleets read. Each distinct named frame becomes a
+ * Location with one Line (its Function and source line) in a Mapping (its
+ * module); a sample lists its locations leaf first, with two values:
+ * samples/count and cpu/nanoseconds (count times the interval). Encoded
+ * with protobuf-c from ctl/proto/profile.proto, gzipped with zlib.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "profile_pprof.h"
+
+/* An open-addressing index from a key's bytes to an id (1-based), for strings and records. */
+struct index {
+	char **keys;
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static size_t hash_of(const char *k)
+{
+	size_t h = 5381;
+
+	while (*k)
+		h = h * 33 + (unsigned char)*k++;
+	return h;
+}
+
+static int index_grow(struct index *x)
+{
+	size_t cap = x->cap ? x->cap * 2 : 1024, i, k;
+	char **keys = calloc(cap, sizeof(*keys));
+	uint64_t *ids = calloc(cap, sizeof(*ids));
+
+	if (!keys || !ids) {
+		free(keys);
+		free(ids);
+		return -ENOMEM;
+	}
+	for (i = 0; i < x->cap; i++) {
+		if (!x->keys[i])
+			continue;
+		for (k = hash_of(x->keys[i]) % cap; keys[k]; k = (k + 1) % cap)
+			;
+		keys[k] = x->keys[i];
+		ids[k] = x->ids[i];
+	}
+	free(x->keys);
+	free(x->ids);
+	x->keys = keys;
+	x->ids = ids;
+	x->cap = cap;
+	return 0;
+}
+
+/*
+ * @key's id, and *@fresh when it was given one now (@next_id); the index's
+ * own copy of the key in *@stored when not NULL. 0 without memory.
+ */
+static uint64_t index_get_stored(struct index *x, const char *key, uint64_t next_id, bool *fresh,
+				 char **stored)
+{
+	size_t k;
+
+	*fresh = false;
+	if (2 * (x->n + 1) > x->cap && index_grow(x))
+		return 0;
+	for (k = hash_of(key) % x->cap; x->keys[k]; k = (k + 1) % x->cap)
+		if (!strcmp(x->keys[k], key))
+			return x->ids[k];
+	x->keys[k] = strdup(key);
+	if (!x->keys[k])
+		return 0;
+	x->ids[k] = next_id;
+	x->n++;
+	*fresh = true;
+	if (stored)
+		*stored = x->keys[k];
+	return next_id;
+}
+
+static uint64_t index_get(struct index *x, const char *key, uint64_t next_id, bool *fresh)
+{
+	return index_get_stored(x, key, next_id, fresh, NULL);
+}
+
+static void index_free(struct index *x)
+{
+	for (size_t i = 0; i < x->cap; i++)
+		free(x->keys[i]);
+	free(x->keys);
+	free(x->ids);
+}
+
+struct builder {
+	Perftools__Profiles__Profile p;
+	struct index strings, functions, locations, mappings;
+	bool failed;
+};
+
+/* One more slot in the array @arr of @n; on no memory the builder has failed, and 0 is returned. */
+#define GROW(arr, n) do {							\
+	void *na_ = realloc((arr), ((n) + 1) * sizeof(*(arr)));			\
+	if (!na_) { b->failed = true; return 0; }				\
+	(arr) = na_;								\
+} while (0)
+
+/* A string's index in the string table; the index owns the copy the table points at. */
+static int64_t str_id(struct builder *b, const char *s)
+{
+	char *stored = NULL;
+	bool fresh;
+	uint64_t id;
+
+	id = index_get_stored(&b->strings, s ? s : "", b->p.n_string_table, &fresh, &stored);
+	if (!fresh)
+		return (int64_t)id;
+	GROW(b->p.string_table, b->p.n_string_table);
+	b->p.string_table[b->p.n_string_table++] = stored;
+	return (int64_t)id;
+}
+
+static uint64_t mapping_id(struct builder *b, const char *module)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+	Perftools__Profiles__Mapping *m;
+	uint64_t id;
+	bool fresh;
+
+	id = index_get(&b->mappings, module, p->n_mapping + 1, &fresh);
+	if (!fresh)
+		return id;
+	GROW(p->mapping, p->n_mapping);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		b->failed = true;
+		return 0;
+	}
+	perftools__profiles__mapping__init(m);
+	m->id = id;
+	m->filename = str_id(b, module);
+	m->has_functions = true;
+	p->mapping[p->n_mapping++] = m;
+	return id;
+}
+
+static uint64_t function_id(struct builder *b, const char *name, const char *file)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+	Perftools__Profiles__Function *f;
+	char key[8192];
+	uint64_t id;
+	bool fresh;
+
+	snprintf(key, sizeof(key), "%s\n%s", name, file ? file : "");
+	id = index_get(&b->functions, key, p->n_function + 1, &fresh);
+	if (!fresh)
+		return id;
+	GROW(p->function, p->n_function);
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		b->failed = true;
+		return 0;
+	}
+	perftools__profiles__function__init(f);
+	f->id = id;
+	f->name = f->system_name = str_id(b, name);
+	f->filename = str_id(b, file);
+	p->function[p->n_function++] = f;
+	return id;
+}
+
+/* The Location of a named frame: one per (function, line, module). */
+static uint64_t location_id(struct builder *b, const struct prof_frame *fr)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+	Perftools__Profiles__Location *l;
+	Perftools__Profiles__Line *line;
+	char name[4096], key[8192];
+	uint64_t id;
+	bool fresh;
+
+	if (fr->name)
+		snprintf(name, sizeof(name), "%s", fr->name);
+	else
+		snprintf(name, sizeof(name), "%s+0x%llx", fr->module, (unsigned long long)fr->offset);
+	snprintf(key, sizeof(key), "%s\n%s\n%s\n%d", name, fr->module, fr->file ? fr->file : "",
+		 fr->line);
+	id = index_get(&b->locations, key, p->n_location + 1, &fresh);
+	if (!fresh)
+		return id;
+	GROW(p->location, p->n_location);
+	l = calloc(1, sizeof(*l));
+	line = calloc(1, sizeof(*line));
+	if (l)
+		perftools__profiles__location__init(l);
+	if (l)
+		l->line = calloc(1, sizeof(*l->line));
+	if (!l || !line || !l->line) {
+		free(l ? l->line : NULL);
+		free(l);
+		free(line);
+		b->failed = true;
+		return 0;
+	}
+	perftools__profiles__line__init(line);
+	line->function_id = function_id(b, name, fr->file);
+	line->line = fr->line;
+	l->id = id;
+	l->mapping_id = mapping_id(b, fr->module);
+	l->line[0] = line;
+	l->n_line = 1;
+	p->location[p->n_location++] = l;
+	return id;
+}
+
+static int add_sample(struct builder *b, const struct prof_sample *s, uint64_t interval_ns)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+	Perftools__Profiles__Sample *ps;
+
+	GROW(p->sample, p->n_sample);
+	ps = calloc(1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	perftools__profiles__sample__init(ps);
+	p->sample[p->n_sample++] = ps;
+	ps->location_id = calloc(s->n ? s->n : 1, sizeof(uint64_t));
+	ps->value = calloc(2, sizeof(int64_t));
+	if (!ps->location_id || !ps->value)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->n; i++)
+		ps->location_id[ps->n_location_id++] = location_id(b, &s->frames[i]);
+	ps->n_value = 2;
+	ps->value[0] = (int64_t)s->count;
+	ps->value[1] = (int64_t)(s->count * interval_ns);
+	return b->failed ? -ENOMEM : 0;
+}
+
+static void builder_free(struct builder *b)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+	size_t i;
+
+	for (i = 0; i < p->n_sample; i++) {
+		free(p->sample[i]->location_id);
+		free(p->sample[i]->value);
+		free(p->sample[i]);
+	}
+	for (i = 0; i < p->n_location; i++) {
+		free(p->location[i]->line[0]);
+		free(p->location[i]->line);
+		free(p->location[i]);
+	}
+	for (i = 0; i < p->n_function; i++)
+		free(p->function[i]);
+	for (i = 0; i < p->n_mapping; i++)
+		free(p->mapping[i]);
+	free(p->sample);
+	free(p->location);
+	free(p->function);
+	free(p->mapping);
+	free(p->string_table);
+	free(p->sample_type[0]);
+	free(p->sample_type[1]);
+	free(p->sample_type);
+	free(p->period_type);
+	index_free(&b->strings);
+	index_free(&b->functions);
+	index_free(&b->locations);
+	index_free(&b->mappings);
+}
+
+bool prof_pprof_wanted(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	return n > 6 && !strcmp(path + n - 6, ".pb.gz");
+}
+
+static int value_type(struct builder *b, Perftools__Profiles__ValueType **vt, const char *type,
+		      const char *unit)
+{
+	*vt = calloc(1, sizeof(**vt));
+	if (!*vt)
+		return -ENOMEM;
+	perftools__profiles__value_type__init(*vt);
+	(*vt)->type = str_id(b, type);
+	(*vt)->unit = str_id(b, unit);
+	return b->failed ? -ENOMEM : 0;
+}
+
+static int write_gz(const char *path, const uint8_t *buf, size_t len)
+{
+	gzFile gz = gzopen(path, "wb9");
+	int err = 0;
+
+	if (!gz)
+		return errno ? -errno : -ENOMEM;
+	if (len && gzwrite(gz, buf, (unsigned)len) != (int)len)
+		err = -EIO;
+	if (gzclose(gz) != Z_OK && !err)
+		err = -EIO;
+	return err;
+}
+
+int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
+		     const char *path)
+{
+	struct builder b = { 0 };
+	uint8_t *buf = NULL;
+	size_t len;
+	int err = -ENOMEM;
+
+	perftools__profiles__profile__init(&b.p);
+	/* The string table begins with "", as the format wants. */
+	str_id(&b, "");
+	b.p.sample_type = calloc(2, sizeof(*b.p.sample_type));
+	if (!b.p.sample_type || value_type(&b, &b.p.sample_type[0], "samples", "count") ||
+	    value_type(&b, &b.p.sample_type[1], "cpu", "nanoseconds") ||
+	    value_type(&b, &b.p.period_type, "cpu", "nanoseconds"))
+		goto cleanup;
+	b.p.n_sample_type = 2;
+	b.p.period = (int64_t)info->interval_ns;
+	b.p.time_nanos = (int64_t)info->time_ns;
+	b.p.duration_nanos = (int64_t)info->duration_ns;
+	for (size_t i = 0; i < n; i++)
+		if (add_sample(&b, &s[i], info->interval_ns))
+			goto cleanup;
+	len = perftools__profiles__profile__get_packed_size(&b.p);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		goto cleanup;
+	perftools__profiles__profile__pack(&b.p, buf);
+	err = write_gz(path, buf, len);
+cleanup:
+	free(buf);
+	builder_free(&b);
+	return err;
+}

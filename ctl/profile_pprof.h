@@ -1,0 +1,21 @@
+/* perfmapctl profile -o FILE.pb.gz: the named samples as a gzipped pprof profile (protobuf-c, zlib). */
+#ifndef PERFMAPD_PROFILE_PPROF_H
+#define PERFMAPD_PROFILE_PPROF_H
+
+#include <stdint.h>
+
+#include "profile_report.h"
+
+struct prof_pprof_info {
+	uint64_t interval_ns;      /* the sampling period: each sample stands for this much CPU */
+	uint64_t time_ns;          /* when the profile began, since the epoch */
+	uint64_t duration_ns;
+};
+
+/* Does @path ask for pprof (it ends in .pb.gz)? */
+bool prof_pprof_wanted(const char *path);
+/* Write the @n samples to @path as a gzipped pprof Profile; 0 or -errno. */
+int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
+		     const char *path);
+
+#endif /* PERFMAPD_PROFILE_PPROF_H */

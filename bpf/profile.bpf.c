@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * perfmapctl profile's kernel side: a CPU-clock perf event per CPU runs
- * on_sample(), which counts (process, thread, user stack, kernel stack)
- * in a hash map. Nothing is sent per sample: user space reads the counts
- * when the profile ends. Forks of profiled processes are followed, and
+ * on_sample(), which counts (process, thread, kernel stack, user stack)
+ * in a hash map whose key holds the stacks. Nothing is sent per sample:
+ * user space reads the counts when the profile ends. Forks of profiled processes are followed, and
  * their forks, execs and exits are sent so that their mappings are read
  * while they exist.
  */
@@ -14,7 +14,6 @@
 
 #include "profile_event.h"
 
-#define EEXIST 17  /* bpf_get_stackid(): the bucket holds another stack */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -31,16 +30,18 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+/* The key being made, per CPU: two kilobytes do not fit the program's stack. */
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 1 << 14);          /* resized by user space before load */
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profile_key);
+} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 15);          /* resized by user space before load */
+	__uint(max_entries, 1 << 14);          /* resized by user space before load */
+	__uint(map_flags, BPF_F_NO_PREALLOC);  /* memory for the stacks seen, not for the bound */
 	__type(key, struct profile_key);
 	__type(value, __u64);
 } counts SEC(".maps");
@@ -50,9 +51,8 @@ struct {
 	__uint(max_entries, 1 << 18);
 } events SEC(".maps");
 
-/* Samples not counted: the counts map was full; a stack that collided in the stack map. */
+/* Samples not counted (the counts map was full); process events the ring buffer had no room for. */
 __u64 lost_keys = 0;
-__u64 lost_stacks = 0;
 __u64 lost_events = 0;
 
 static __always_inline bool targeted(__u32 tgid)
@@ -65,24 +65,33 @@ int on_sample(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
-	struct profile_key key = {};
+	struct profile_key *key;
+	__u32 zero = 0, tgid = id >> 32;
+	long len;
 
-	key.tgid = id >> 32;
 	/* The idle task is no process; the rest only when asked for. */
-	if (!key.tgid || !targeted(key.tgid))
+	if (!tgid || !targeted(tgid))
 		return 0;
-	key.start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	key.kstack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	if (key.ustack == -EEXIST || key.kstack == -EEXIST)
-		__sync_fetch_and_add(&lost_stacks, 1);
-	n = bpf_map_lookup_elem(&counts, &key);
+	key = bpf_map_lookup_elem(&scratch, &zero);
+	if (!key)
+		return 0;
+	key->tgid = tgid;
+	key->pad = 0;
+	key->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	bpf_get_current_comm(key->comm, sizeof(key->comm));
+	/* Each helper zeroes what it leaves of the buffer, on error all of it: the keys compare whole. */
+	len = kernel_stacks ? bpf_get_stack(ctx, key->kips, sizeof(key->kips), 0) : 0;
+	if (!kernel_stacks)
+		__builtin_memset(key->kips, 0, sizeof(key->kips));
+	key->nkernel = len > 0 ? len / sizeof(__u64) : 0;
+	len = bpf_get_stack(ctx, key->uips, sizeof(key->uips), BPF_F_USER_STACK);
+	key->nuser = len > 0 ? len / sizeof(__u64) : 0;
+	n = bpf_map_lookup_elem(&counts, key);
 	if (n) {
 		__sync_fetch_and_add(n, 1);
-	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+	} else if (bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST)) {
 		/* Another CPU made it first, or the map is full. */
-		n = bpf_map_lookup_elem(&counts, &key);
+		n = bpf_map_lookup_elem(&counts, key);
 		if (n)
 			__sync_fetch_and_add(n, 1);
 		else

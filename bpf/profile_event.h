@@ -2,22 +2,26 @@
 #ifndef PERFMAP_PROFILE_EVENT_H
 #define PERFMAP_PROFILE_EVENT_H
 
-#define PROFILE_DEPTH 127          /* frames kept of a stack, the kernel's PERF_MAX_STACK_DEPTH */
+#define PROFILE_DEPTH 127          /* frames kept of a user stack, the kernel's PERF_MAX_STACK_DEPTH */
+#define PROFILE_KDEPTH 64          /* of a kernel stack: deeper ones are interrupts on interrupts */
 #define PROFILE_COMM_LEN 16
 
 /*
- * One distinct (process, thread name, user stack, kernel stack): the unit
- * of counting, in the kernel, so that no sample wakes user space. A stack
- * id below 0 is the error bpf_get_stackid() gave: no user stack (a kernel
- * thread), or a full stack map.
+ * One distinct (process, thread name, kernel stack, user stack): the unit
+ * of counting, in the kernel, so that no sample wakes user space. The
+ * stacks are in the key itself, leaf first, zero past their last frame:
+ * no stack map, whose buckets collide and drop stacks long before it is
+ * full, and memory only for the stacks seen (the map is not preallocated).
  */
 struct profile_key {
 	__u32 tgid;
-	__s32 ustack;
-	__s32 kstack;
+	__u32 nkernel;             /* frames of @kips */
+	__u32 nuser;               /* frames of @uips */
 	__u32 pad;
 	__u64 start_ns;            /* the group leader's start_boottime: (tgid, start) is the process */
 	char comm[PROFILE_COMM_LEN];
+	__u64 kips[PROFILE_KDEPTH];
+	__u64 uips[PROFILE_DEPTH];
 };
 
 enum profile_event_type {

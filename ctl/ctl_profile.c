@@ -37,6 +37,8 @@ struct prof_run {
 	char **strings;                   /* interned: open addressing */
 	size_t nstrings, strings_cap;
 	uint64_t total, unnamed, unknown, kernel_only;
+	struct perfmap_profile_stats stats;
+	uint32_t max_stacks;
 	bool failed;
 };
 
@@ -173,7 +175,8 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 
 static const char usage[] =
 	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
-	"                          [--every DURATION] [--states FILE] [--map-dir DIR] [--archive-dir DIR]\n"
+	"                          [--every DURATION] [--max-stacks N] [--states FILE]\n"
+	"                          [--map-dir DIR] [--archive-dir DIR]\n"
 	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
 	"\n"
 	"Samples the processes (and the children they fork), the whole host, or\n"
@@ -251,6 +254,10 @@ static void say_unnamed(const struct prof_run *r)
 			"perfmapctl: profile: %llu of %llu samples (%d%%) are in JIT code no perf map names (no map, or no entry for the address): `perfmapctl doctor PID` says why\n",
 			(unsigned long long)r->unnamed, (unsigned long long)r->total,
 			prof_pct(r->unnamed, t));
+	if (r->stats.lost_keys)
+		fprintf(stderr,
+			"perfmapctl: profile: %llu samples not counted: more distinct stacks than --max-stacks %u\n",
+			(unsigned long long)r->stats.lost_keys, r->max_stacks);
 	if (r->unknown)
 		fprintf(stderr,
 			"perfmapctl: profile: %llu of %llu samples (%d%%) are in code whose mappings could not be read (the process was gone first)\n",
@@ -261,6 +268,7 @@ static void say_unnamed(const struct prof_run *r)
 struct prof_args {
 	const char *letters, *out, *states, *map_dir, *archive_dir;
 	uint64_t duration_s, every_s;
+	uint32_t max_stacks;
 	pid_t pids[PIDS_MAX];
 	size_t npids;
 	bool all;
@@ -275,6 +283,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		{ "map-dir", required_argument, NULL, 'M' },
 		{ "archive-dir", required_argument, NULL, 'A' },
 		{ "every", required_argument, NULL, 'E' },
+		{ "max-stacks", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -318,6 +327,16 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 				return -EINVAL;
 			}
 			break;
+		case 'X': {
+			uint64_t v;
+
+			if (perfmap__parse_bytes(optarg, &v) || v < 16 || v > (1u << 22)) {
+				ctl_error("profile: --max-stacks %s: 16 to 4M", optarg);
+				return -EINVAL;
+			}
+			a->max_stacks = (uint32_t)v;
+			break;
+		}
 		case 'S': a->states = optarg; break;
 		case 'M': a->map_dir = optarg; break;
 		case 'A': a->archive_dir = optarg; break;
@@ -483,6 +502,8 @@ int cmd_profile(int argc, char **argv)
 	o.map_dir = a.map_dir;
 	o.archive_dir = a.archive_dir;
 	o.states_file = a.states;
+	o.max_stacks = a.max_stacks;
+	r.max_stacks = a.max_stacks ? a.max_stacks : 16384;
 	snprintf(mode, sizeof(mode), "i%u", r.view.interval_ms);
 	p = perfmap_profile_start(&o, mode, on_stack, &r);
 	if (!p) {
@@ -507,6 +528,7 @@ int cmd_profile(int argc, char **argv)
 	err = run(p, &r, &a, child, &status, &reaped, &start_ns);
 	if (err)
 		ctl_error("profile: %s", strerror(-err));
+	perfmap_profile_stats(p, &r.stats);
 	err = perfmap_profile_stop(p);
 	if (err || r.failed) {
 		ctl_error("profile: cannot read the samples: %s", strerror(err ? -err : ENOMEM));

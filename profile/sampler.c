@@ -22,7 +22,7 @@
 #include "profile_event.h"
 
 #define INTERVAL_MS_DEFAULT 10
-#define STACKS_DEFAULT (1u << 15)
+#define STACKS_DEFAULT (1u << 14)
 /* A process's mappings are read again this long after an exec, then this often. */
 #define REREAD_FIRST_NS (50ull * 1000000)
 #define REREAD_EVERY_NS (1000ull * 1000000)
@@ -53,7 +53,8 @@ struct perfmap_profile {
 	size_t *idx;               /* @t's index + 1 by (pid, start): open addressing */
 	size_t idx_cap;
 	struct perfmap_profile_stats stats;
-	uint64_t *ubuf, *kbuf, *ips;
+	uint64_t *ips;
+	struct profile_key *key, *next;   /* two keys of the counts map, for walking it */
 	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
 	uint64_t flushes;
 };
@@ -285,14 +286,14 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	so.archive_dir = opts->archive_dir;
 	so.states_file = opts->states_file;
 	p->sym = perfmap_symbolizer_new(&so);
-	p->ubuf = calloc(PROFILE_DEPTH, sizeof(uint64_t));
-	p->kbuf = calloc(PROFILE_DEPTH, sizeof(uint64_t));
-	p->ips = calloc(2 * PROFILE_DEPTH, sizeof(uint64_t));
+	p->key = calloc(1, sizeof(*p->key));
+	p->next = calloc(1, sizeof(*p->next));
+	p->ips = calloc(PROFILE_KDEPTH + PROFILE_DEPTH, sizeof(uint64_t));
 	if (!p->sym) {
 		err = -errno;
 		goto fail;
 	}
-	if (!p->ubuf || !p->kbuf || !p->ips)
+	if (!p->key || !p->next || !p->ips)
 		goto fail;
 	p->skel = profile_bpf__open();
 	if (!p->skel) {
@@ -303,7 +304,6 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	p->skel->rodata->all_tasks = opts->all;
 	p->skel->rodata->kernel_stacks = !opts->no_kernel;
 	bpf_map__set_max_entries(p->skel->maps.counts, max);
-	bpf_map__set_max_entries(p->skel->maps.stacks, 2 * max);
 	err = profile_bpf__load(p->skel);
 	if (err)
 		goto fail;
@@ -341,20 +341,22 @@ int perfmap_profile_fd(const struct perfmap_profile *p)
 static void discover(struct perfmap_profile *p)
 {
 	int cfd = bpf_map__fd(p->skel->maps.counts);
-	struct profile_key key, next, *prev = NULL;
+	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
 	uint64_t now = mono_ns(), ticks;
 	struct tracked *t;
 
 	if (now < p->discover_ns)
 		return;
 	p->discover_ns = now + DISCOVER_EVERY_NS;
-	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+	while (!bpf_map_get_next_key(cfd, prev, next)) {
+		tmp = key;
 		key = next;
-		prev = &key;
-		ticks = prof_ticks_of_ns(key.start_ns);
-		if (tracked_find(p, (pid_t)key.tgid, ticks))
+		next = tmp;
+		prev = key;
+		ticks = prof_ticks_of_ns(key->start_ns);
+		if (tracked_find(p, (pid_t)key->tgid, ticks))
 			continue;
-		t = track(p, (pid_t)key.tgid, ticks);
+		t = track(p, (pid_t)key->tgid, ticks);
 		if (!t)
 			return;
 		t->gone = perfmap_symbolizer_add_process(p->sym, t->pid, ticks, 0) == -ESRCH;
@@ -375,23 +377,11 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	return n < 0 && n != -EINTR ? n : 0;
 }
 
-/* The stack of id @id into @buf, leaf first; how many frames. */
-static uint32_t read_stack(int fd, __s32 id, uint64_t *buf)
-{
-	uint32_t n = 0;
-
-	if (id < 0 || bpf_map_lookup_elem(fd, &id, buf))
-		return 0;
-	while (n < PROFILE_DEPTH && buf[n])
-		n++;
-	return n;
-}
-
-/* Every counted stack to the callback; the counts and stacks cleared when @clear. */
+/* Every counted stack to the callback; the counts cleared when @clear. */
 static int hand_out(struct perfmap_profile *p, bool clear)
 {
-	int cfd = bpf_map__fd(p->skel->maps.counts), sfd = bpf_map__fd(p->skel->maps.stacks);
-	struct profile_key key, next, *prev = NULL;
+	int cfd = bpf_map__fd(p->skel->maps.counts);
+	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
 	struct perfmap_profile_stack st;
 	char comm[PROFILE_COMM_LEN + 1];
 	uint32_t nu, nk;
@@ -399,12 +389,14 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 
 	ring_buffer__consume(p->rb);
 	/* The latest mappings of each process still there: JIT code made since the last read. */
-	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+	while (!bpf_map_get_next_key(cfd, prev, next)) {
 		struct tracked *t;
 
+		tmp = key;
 		key = next;
-		prev = &key;
-		t = track(p, (pid_t)key.tgid, prof_ticks_of_ns(key.start_ns));
+		next = tmp;
+		prev = key;
+		t = track(p, (pid_t)key->tgid, prof_ticks_of_ns(key->start_ns));
 		if (!t || t->gone || t->final_read == p->flushes + 1)
 			continue;
 		t->final_read = p->flushes + 1;
@@ -413,36 +405,30 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 	}
 	p->flushes++;
 	prev = NULL;
-	while (!bpf_map_get_next_key(cfd, prev, &next)) {
+	while (!bpf_map_get_next_key(cfd, prev, next)) {
+		tmp = key;
 		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(cfd, &key, &count))
+		next = tmp;
+		prev = key;
+		if (bpf_map_lookup_elem(cfd, key, &count))
 			continue;
-		nk = read_stack(sfd, key.kstack, p->kbuf);
-		nu = read_stack(sfd, key.ustack, p->ubuf);
-		memcpy(p->ips, p->kbuf, nk * sizeof(uint64_t));
-		memcpy(p->ips + nk, p->ubuf, nu * sizeof(uint64_t));
-		memcpy(comm, key.comm, PROFILE_COMM_LEN);
+		nk = key->nkernel < PROFILE_KDEPTH ? key->nkernel : PROFILE_KDEPTH;
+		nu = key->nuser < PROFILE_DEPTH ? key->nuser : PROFILE_DEPTH;
+		memcpy(p->ips, key->kips, nk * sizeof(uint64_t));
+		memcpy(p->ips + nk, key->uips, nu * sizeof(uint64_t));
+		memcpy(comm, key->comm, PROFILE_COMM_LEN);
 		comm[PROFILE_COMM_LEN] = '\0';
 		st = (struct perfmap_profile_stack){
-			.pid = (pid_t)key.tgid, .start_ticks = prof_ticks_of_ns(key.start_ns),
+			.pid = (pid_t)key->tgid, .start_ticks = prof_ticks_of_ns(key->start_ns),
 			.comm = comm, .ips = p->ips, .nips = nk + nu, .nkernel = nk, .samples = count,
 		};
 		p->stats.samples += count;
 		if (p->cb)
 			p->cb(p->data, &st);
 	}
-	if (!clear)
-		return 0;
-	while (!bpf_map_get_next_key(cfd, NULL, &next))
-		bpf_map_delete_elem(cfd, &next);
-	{
-		__u32 id, *prev_id = NULL;
-
-		while (!bpf_map_get_next_key(sfd, prev_id, &id)) {
-			bpf_map_delete_elem(sfd, &id);
-			prev_id = NULL;
-		}
+	if (clear) {
+		while (!bpf_map_get_next_key(cfd, NULL, next))
+			bpf_map_delete_elem(cfd, next);
 	}
 	return 0;
 }
@@ -459,7 +445,6 @@ void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profi
 	*st = p->stats;
 	if (p->skel && p->skel->bss) {
 		st->lost_keys = p->skel->bss->lost_keys;
-		st->lost_stacks = p->skel->bss->lost_stacks;
 		st->lost_events = p->skel->bss->lost_events;
 	}
 	st->processes = p->nt;
@@ -499,8 +484,8 @@ int perfmap_profile_stop(struct perfmap_profile *p)
 	perfmap_symbolizer_free(p->sym);
 	free(p->t);
 	free(p->idx);
-	free(p->ubuf);
-	free(p->kbuf);
+	free(p->key);
+	free(p->next);
 	free(p->ips);
 	free(p);
 	return err;

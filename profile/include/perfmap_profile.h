@@ -141,13 +141,13 @@ struct perfmap_profile_opts {
 	const char *map_dir;       /* as perfmap_symbolizer_opts */
 	const char *archive_dir;
 	const char *states_file;
-	uint32_t max_stacks;       /* distinct stacks kept; 0: 32768 */
+	uint32_t max_stacks;       /* distinct (process, thread, stack) counted; 0: 16384. Each takes
+				    * some 1.6 KiB of kernel memory, allocated when first seen */
 };
 
 struct perfmap_profile_stats {
 	uint64_t samples;          /* counted */
 	uint64_t lost_keys;        /* not counted: more distinct stacks than max_stacks */
-	uint64_t lost_stacks;      /* counted without a stack: the stack map was full */
 	uint64_t lost_events;      /* process events lost: mappings of those read late or not */
 	uint64_t processes;        /* distinct processes sampled */
 };

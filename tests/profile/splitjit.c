@@ -5,7 +5,7 @@
  * instruction count: a profile must show 75 % and 25 %.
  *
  *   splitjit [--dir DIR] [--prefix P] [--run-ms MS] [--child] [--child-run-ms MS]
- *            [--after-ms MS] [--wait-map-ms MS] [--fork-delay-ms MS]
+ *            [--after-ms MS] [--wait-map-ms MS] [--fork-delay-ms MS] [--rounds N]
  *
  * --child: after writing its map, fork a child that runs the loops (for
  * --child-run-ms, then exits) while the parent sleeps; the parent then
@@ -13,7 +13,8 @@
  * --run-ms ends. --wait-map-ms: the child first waits that long at most
  * for its own map (a copy perfmapd makes), and says whether it came.
  * --fork-delay-ms: the parent sleeps that long before it forks (a profiler
- * started meanwhile sees the fork).
+ * started meanwhile sees the fork). --rounds N: a fixed amount of work
+ * instead of a time, for a benchmark to time (the child's, with --child).
  * Prints "pid N" (and "child N") lines. Exit status 0, 1 when the child
  * failed, 2 on usage or set-up errors.
  */
@@ -82,13 +83,15 @@ static int write_map(const char *dir, const char *prefix, unsigned char *code)
 	return 0;
 }
 
+static uint64_t rounds;
+
 static void run(unsigned char *code, uint64_t ms)
 {
 	loop_fn hot = (loop_fn)(void *)code, cold = (loop_fn)(void *)(code + SLOT);
-	uint64_t end = now_ms() + ms;
+	uint64_t end = now_ms() + ms, r = 0;
 	volatile uint64_t sink = 0;
 
-	while (now_ms() < end) {
+	while (rounds ? r++ < rounds : now_ms() < end) {
 		sink += hot(3 * CHUNK);
 		sink += cold(CHUNK);
 	}
@@ -121,6 +124,7 @@ int main(int argc, char **argv)
 		{ "after-ms", required_argument, NULL, 'a' },
 		{ "wait-map-ms", required_argument, NULL, 'w' },
 		{ "fork-delay-ms", required_argument, NULL, 'D' },
+		{ "rounds", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = "/tmp", *prefix = "split";
@@ -139,6 +143,7 @@ int main(int argc, char **argv)
 		case 'a': after_ms = strtoull(optarg, NULL, 10); break;
 		case 'w': wait_ms = strtoull(optarg, NULL, 10); break;
 		case 'D': delay_ms = strtoull(optarg, NULL, 10); break;
+		case 'R': rounds = strtoull(optarg, NULL, 10); break;
 		default: return 2;
 		}
 	}

@@ -1,0 +1,50 @@
+/*
+ * stackgen: many distinct stacks, for perfmapctl profile's memory benchmark.
+ * Four levels of 24 functions each call one another on a pseudo-random
+ * path (24^4 = 331,776 distinct stacks), the leaf spinning a little; built
+ * with frame pointers so that every level is in the stack.
+ *
+ *   stackgen SECONDS
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define N 24
+
+typedef void (*fn)(uint32_t path, int level);
+
+static fn table[N];
+static volatile uint64_t sink;
+
+static void step(uint32_t path, int level)
+{
+	if (level == 4) {
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * path;
+		return;
+	}
+	table[(path >> (level * 5)) % N](path, level + 1);
+}
+
+/* 24 functions, each a distinct frame: the same body under a name of its own. */
+#define F(i) __attribute__((noinline)) static void f##i(uint32_t path, int level) \
+	{ step(path, level); __asm__ volatile("" ::: "memory"); }
+F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)
+F(12) F(13) F(14) F(15) F(16) F(17) F(18) F(19) F(20) F(21) F(22) F(23)
+
+int main(int argc, char **argv)
+{
+	static const fn all[N] = { f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11,
+				   f12, f13, f14, f15, f16, f17, f18, f19, f20, f21, f22, f23 };
+	time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 10);
+	uint32_t x = (uint32_t)time(NULL);
+
+	for (int i = 0; i < N; i++)
+		table[i] = all[i];
+	while (time(NULL) < end) {
+		x = x * 1103515245u + 12345u;
+		table[(x >> 16) % N](x >> 8, 0);
+	}
+	return 0;
+}

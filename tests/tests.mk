@@ -169,6 +169,16 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	@$(MAKE) --no-print-directory bench-mirror
 	@$(MAKE) --no-print-directory bench-execmap
 	@$(MAKE) --no-print-directory bench-parts
+	@$(MAKE) --no-print-directory bench-profile
+
+# perfmapctl profile beside perf and bpftrace: overhead at 100 Hz, JIT samples named,
+# memory for 10,000 stacks (root); docs/performance.md.
+$(O)/bench/stackgen: tests/bench/stackgen.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
+
+bench-profile: all $(PROFILE_TEST_BINS) $(O)/bench/stackgen
+	bash tests/bench/profile_bench.sh $(O)
 
 # Containers' maps mirrored to the host (issue 10): the writer runs alone in a
 # container's root, so it is linked statically.
@@ -258,7 +268,7 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 
 .PHONY: unit-file-test k8s-test image-test npm-deps
 .PHONY: test-all man-test doctor-test profile-test agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
-	bench-parts bench-mirror bench-execmap
+	bench-parts bench-mirror bench-execmap bench-profile
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.

@@ -4,6 +4,7 @@
  * file, read once. A sample gives a file offset; the file's PT_LOAD
  * segments turn it into the address its symbols and lines are at.
  */
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,8 +115,17 @@ static int vaddr_of(Elf *elf, uint64_t off, uint64_t *vaddr)
 	return -ENOENT;
 }
 
+/* The directory a compilation unit was built in, which its relative file names are relative to. */
+static const char *comp_dir_of(Dwfl_Line *l)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die *cu = dwfl_linecu(l);
+
+	return cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+}
+
 int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path, uint64_t file_off,
-		   const char **name, uint64_t *off, const char **src, int *line)
+		   const char **name, uint64_t *off, const char **src, const char **comp_dir, int *line)
 {
 	struct elfmod *m = mod_get(e, path, open_path);
 	GElf_Off sym_off = 0;
@@ -126,6 +136,7 @@ int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path, u
 
 	*name = NULL;
 	*src = NULL;
+	*comp_dir = NULL;
 	*line = 0;
 	*off = file_off;
 	if (!m)
@@ -139,8 +150,11 @@ int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path, u
 	if (*name)
 		*off = sym_off;
 	l = dwfl_module_getsrc(m->mod, a);
-	if (l)
+	if (l) {
 		*src = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+		if (*src && (*src)[0] != '/')
+			*comp_dir = comp_dir_of(l);
+	}
 	return 0;
 }
 

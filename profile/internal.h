@@ -68,11 +68,12 @@ PROF_HIDDEN struct elfsyms *elfsyms_new(void);
 /*
  * Name the byte at @file_off of the file @path (opened as @open_path, which
  * may lead through /proc/<pid>/root): 0 with *@name (NULL if no symbol),
- * *@off, *@src and *@line, or -errno when the file cannot be read as ELF.
+ * *@off, *@src and *@line (and *@comp_dir, the directory a relative *@src
+ * is relative to, or NULL), or -errno when the file cannot be read as ELF.
  */
 PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path,
 			       uint64_t file_off, const char **name, uint64_t *off,
-			       const char **src, int *line);
+			       const char **src, const char **comp_dir, int *line);
 PROF_HIDDEN void elfsyms_free(struct elfsyms *e);
 
 /* ---- perf maps (jitmap.c) ---- */

@@ -214,6 +214,7 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 		       const struct psnap_vma *v, uint64_t addr, struct perfmap_symbol *out)
 {
 	uint64_t file_off = addr - v->lo + v->pgoff;
+	const char *comp_dir = NULL;
 	char open_path[PATH_MAX];
 	char st;
 	int err;
@@ -226,7 +227,11 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 		    (int)sizeof(open_path) || access(open_path, R_OK))
 		snprintf(open_path, sizeof(open_path), "%s", v->path);
 	err = elfsyms_lookup(s->elf, v->path, open_path, file_off, &out->name, &out->offset,
-			     &out->file, &out->line);
+			     &out->file, &comp_dir, &out->line);
+	/* A file name relative to where it was built: the whole path, for l's p and for a and A. */
+	if (out->file && comp_dir &&
+	    snprintf(open_path, sizeof(open_path), "%s/%s", comp_dir, out->file) < (int)sizeof(open_path))
+		out->file = symbolizer_intern(s, open_path);
 	st = states_of(s->states, out->name);
 	if (st)
 		out->state = st;

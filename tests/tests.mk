@@ -177,7 +177,7 @@ $(O)/bench/stackgen: tests/bench/stackgen.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
 
-bench-profile: all $(PROFILE_TEST_BINS) $(O)/bench/stackgen
+bench-profile: all $(PROFILE_TEST_BINS)
 	bash tests/bench/profile_bench.sh $(O)
 
 # Containers' maps mirrored to the host (issue 10): the writer runs alone in a
@@ -226,7 +226,7 @@ CONTAINER_TEST_BINS := $(O)/tests/forkjit-static
 
 # perfmapctl profile against real processes (root, BPF): the test JIT splitjit,
 # built with frame pointers, as a profiled program's native frames need.
-PROFILE_TEST_BINS := $(O)/tests/splitjit
+PROFILE_TEST_BINS := $(O)/tests/splitjit $(O)/bench/stackgen
 
 $(O)/tests/splitjit: tests/profile/splitjit.c
 	@mkdir -p $(@D)

@@ -20,6 +20,7 @@ chmod 755 "$WORK"
 
 CTL=$BUILD/perfmapctl
 SPLIT=$BUILD/tests/splitjit
+STACKGEN=$BUILD/bench/stackgen
 PIDS=()
 cleanup() {
 	local p
@@ -91,6 +92,12 @@ test_letters() {
 	profile "$out.2" -j 2 --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
 	check "letters: 2 gives the caller, named from the ELF file (split_hot < main)" \
 		grep -Eq '^ ?[0-9]+%  split_hot < main$' "$out.2"
+	profile "$out.2l" -j 2l --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
+	check "letters: 2l gives the caller's file and line from DWARF ($(grep -m1 split_hot "$out.2l"))" \
+		grep -Eq '^ ?[0-9]+%  split_hot < splitjit\.c:[0-9]+$' "$out.2l"
+	profile "$out.a" -j a -- "$STACKGEN" 1
+	check "letters: a annotates the source of native code with DWARF lines, share by share" \
+		eval 'grep -q "^====== /.*/tests/bench/stackgen.c ======$" "$out.a" && grep -Eq "^ +[0-9]+% \| .*sink \+=" "$out.a"'
 	profile "$out.r" -j r --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 800
 	check "letters: r gives counts ($(grep -v ^pid "$out.r" | head -1))" grep -Eq '^ +[0-9]+  split_hot$' "$out.r"
 	profile "$out.bad" -j fq --map-dir "$m" -- true

@@ -30,6 +30,25 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+/*
+ * How many times each profiled process exec'd since the profile began
+ * (its start time with it: a pid reused is another process). A sample
+ * carries its process's number, so that the old image's samples are named
+ * with the old image's mappings.
+ */
+struct image {
+	__u64 start_ns;
+	__u32 n;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct image);
+} images SEC(".maps");
+
 /* The key being made, per CPU: two kilobytes do not fit the program's stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -67,6 +86,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), one = 1, *n;
 	struct profile_key *key;
 	__u32 zero = 0, tgid = id >> 32;
+	struct image *im;
 	long len;
 
 	/* The idle task is no process; the rest only when asked for. */
@@ -76,8 +96,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!key)
 		return 0;
 	key->tgid = tgid;
-	key->pad = 0;
 	key->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	im = bpf_map_lookup_elem(&images, &tgid);
+	key->image = im && im->start_ns == key->start_ns ? im->n : 0;
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
 	/* Each helper zeroes what it leaves of the buffer, on error all of it: the keys compare whole. */
 	len = kernel_stacks ? bpf_get_stack(ctx, key->kips, sizeof(key->kips), 0) : 0;
@@ -101,7 +122,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-static __always_inline void send(__u32 type, struct task_struct *task, __u32 ppid)
+static __always_inline void send(__u32 type, struct task_struct *task, __u32 ppid, __u32 image)
 {
 	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -112,7 +133,7 @@ static __always_inline void send(__u32 type, struct task_struct *task, __u32 ppi
 	e->type = type;
 	e->tgid = BPF_CORE_READ(task, tgid);
 	e->ppid = ppid;
-	e->pad = 0;
+	e->image = image;
 	e->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	e->at_ns = bpf_ktime_get_boot_ns();
 	bpf_ringbuf_submit(e, 0);
@@ -132,15 +153,23 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 			return 0;
 		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
 	}
-	send(PROFILE_EV_FORK, child, ptgid);
+	send(PROFILE_EV_FORK, child, ptgid, 0);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (targeted(p->tgid))
-		send(PROFILE_EV_EXEC, p, 0);
+	__u32 tgid = p->tgid;
+	struct image *im, next = {};
+
+	if (!targeted(tgid))
+		return 0;
+	next.start_ns = BPF_CORE_READ(p, group_leader, start_boottime);
+	im = bpf_map_lookup_elem(&images, &tgid);
+	next.n = im && im->start_ns == next.start_ns ? im->n + 1 : 1;
+	bpf_map_update_elem(&images, &tgid, &next, BPF_ANY);
+	send(PROFILE_EV_EXEC, p, 0, next.n);
 	return 0;
 }
 
@@ -152,6 +181,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* The last thread: the process ends. */
 	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
 		return 0;
-	send(PROFILE_EV_EXIT, p, 0);
+	send(PROFILE_EV_EXIT, p, 0, 0);
 	return 0;
 }

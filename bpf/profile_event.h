@@ -17,7 +17,7 @@ struct profile_key {
 	__u32 tgid;
 	__u32 nkernel;             /* frames of @kips */
 	__u32 nuser;               /* frames of @uips */
-	__u32 pad;
+	__u32 image;               /* execs of the process since the profile began: which image ran */
 	__u64 start_ns;            /* the group leader's start_boottime: (tgid, start) is the process */
 	char comm[PROFILE_COMM_LEN];
 	__u64 kips[PROFILE_KDEPTH];
@@ -35,7 +35,7 @@ struct profile_event {
 	__u32 type;
 	__u32 tgid;
 	__u32 ppid;
-	__u32 pad;
+	__u32 image;               /* after an exec, the new image's number */
 	__u64 start_ns;
 	__u64 at_ns;               /* CLOCK_BOOTTIME */
 };

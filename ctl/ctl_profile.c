@@ -153,7 +153,8 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 		return;
 	}
 	for (uint32_t i = 0; i < st->nips; i++) {
-		perfmap_symbolizer_lookup(r->sym, st->pid, st->start_ticks, st->ips[i], &sym);
+		perfmap_symbolizer_lookup_image(r->sym, st->pid, st->start_ticks, st->image, st->ips[i],
+						&sym);
 		f[i] = (struct prof_frame){ .name = keep(r, sym.name), .module = keep(r, sym.module),
 					    .offset = sym.offset, .file = keep(r, sym.file),
 					    .line = sym.line, .state = sym.state };

@@ -107,7 +107,7 @@ const char *perfmap_profile_dumpstack(struct perfmap_symbolizer *s,
 	for (k = 0; k < n; k++) {
 		/* Callee first; a negative depth: the outermost caller of those kept first. */
 		i = depth < 0 ? n - 1 - k : k;
-		perfmap_symbolizer_lookup(s, st->pid, st->start_ticks, st->ips[i], &sym);
+		perfmap_symbolizer_lookup_image(s, st->pid, st->start_ticks, st->image, st->ips[i], &sym);
 		for (f = fmt; *f; f++) {
 			if (*f == 'Z') {
 				if (k == n - 1)

@@ -27,7 +27,7 @@ struct psnap {
 	struct psnap *next;        /* in its hash chain */
 	pid_t pid, ppid;
 	uint64_t start_ticks;
-	bool execd;                /* exec'd after @v was read: @v is the old image's */
+	uint32_t image;            /* which image: execs since the profile began */
 	bool forked;               /* a fork seen: until an exec, its parent's mappings are its own */
 	bool read;                 /* @v was read (else: the parent's, or nothing) */
 	struct psnap_vma *v;       /* executable mappings, sorted */
@@ -43,8 +43,15 @@ struct psnaps {
 	size_t count;
 };
 
-PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks);
-PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks);
+/* Any image: the latest one read. */
+#define PSNAP_LATEST UINT32_MAX
+
+/* (@pid, @start_ticks, @image); @start_ticks 0: the latest process at @pid. NULL: none. */
+PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks,
+				      uint32_t image);
+/* The same, made when missing (@image PSNAP_LATEST: the latest, or image 0). */
+PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks,
+				     uint32_t image);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
 PROF_HIDDEN int psnap_read(struct psnap *s);
 PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);

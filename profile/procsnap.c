@@ -20,34 +20,44 @@ static size_t bucket_of(pid_t pid)
 	return (size_t)pid % (sizeof(((struct psnaps *)0)->bucket) / sizeof(struct psnap *));
 }
 
-struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+/* Is @a later than @b: a later process at the pid, or a later image of it? */
+static bool later(const struct psnap *a, const struct psnap *b)
 {
-	struct psnap *s, *any = NULL;
-
-	for (s = t->bucket[bucket_of(pid)]; s; s = s->next) {
-		if (s->pid != pid)
-			continue;
-		if (s->start_ticks == start_ticks)
-			return s;
-		/* Without a start time: the latest process at the pid. */
-		if (!start_ticks && (!any || s->start_ticks > any->start_ticks))
-			any = s;
-	}
-	return any;
+	return !b || a->start_ticks > b->start_ticks ||
+	       (a->start_ticks == b->start_ticks && a->image > b->image);
 }
 
-struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint32_t image)
 {
-	struct psnap *s = psnaps_find(t, pid, start_ticks);
+	struct psnap *s, *best = NULL;
+
+	for (s = t->bucket[bucket_of(pid)]; s; s = s->next) {
+		if (s->pid != pid || (start_ticks && s->start_ticks != start_ticks))
+			continue;
+		if (image != PSNAP_LATEST && start_ticks) {
+			if (s->image == image)
+				return s;
+			continue;
+		}
+		if (later(s, best))
+			best = s;
+	}
+	return best;
+}
+
+struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint32_t image)
+{
+	struct psnap *s = psnaps_find(t, pid, start_ticks, image);
 	size_t b = bucket_of(pid);
 
-	if (s && (s->start_ticks == start_ticks || !start_ticks))
+	if (s)
 		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->pid = pid;
 	s->start_ticks = start_ticks;
+	s->image = image == PSNAP_LATEST ? 0 : image;
 	s->next = t->bucket[b];
 	t->bucket[b] = s;
 	t->count++;
@@ -220,7 +230,6 @@ int psnap_read(struct psnap *s)
 	}
 	if (!err) {
 		s->read = true;
-		s->execd = false;
 		read_identity(s);
 	}
 	return err;

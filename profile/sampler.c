@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "profile.skel.h"
+#include "symbolizer.h"
 #include "profile_event.h"
 
 #define INTERVAL_MS_DEFAULT 10
@@ -35,6 +36,7 @@ struct tracked {
 	uint64_t next_ns;          /* CLOCK_MONOTONIC: read its mappings again then */
 	uint64_t every_ns;
 	uint64_t final_read;       /* the flush that read it last, + 1 */
+	uint32_t image;            /* its image now: execs since the profile began */
 	bool gone;
 };
 
@@ -162,13 +164,14 @@ static int on_event(void *ctx, void *data, size_t size)
 	switch (e->type) {
 	case PROFILE_EV_FORK:
 		/* A child shares its parent's mappings: read now, before it can exec. */
-		perfmap_symbolizer_add_process(p->sym, t->pid, ticks, (pid_t)e->ppid);
+		symbolizer_read(p->sym, t->pid, ticks, 0, (pid_t)e->ppid);
 		t->next_ns = mono_ns() + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
 		break;
 	case PROFILE_EV_EXEC:
-		perfmap_symbolizer_exec(p->sym, t->pid, ticks);
-		perfmap_symbolizer_add_process(p->sym, t->pid, ticks, 0);
+		/* The new image's own mappings; the old image's stay for its samples. */
+		t->image = e->image;
+		symbolizer_read(p->sym, t->pid, ticks, e->image, 0);
 		/* The loader maps its libraries after the exec: read again soon. */
 		t->next_ns = mono_ns() + REREAD_FIRST_NS;
 		t->every_ns = REREAD_FIRST_NS;
@@ -191,7 +194,7 @@ static void reread(struct perfmap_profile *p)
 
 		if (t->gone || !t->next_ns || now < t->next_ns)
 			continue;
-		if (perfmap_symbolizer_add_process(p->sym, t->pid, t->start_ticks, 0) == -ESRCH) {
+		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH) {
 			t->gone = true;
 			continue;
 		}
@@ -251,7 +254,7 @@ static int add_targets(struct perfmap_profile *p, const pid_t *pids, size_t n)
 			return err;
 		if (bpf_map_update_elem(fd, &key, &one, BPF_ANY))
 			return -errno;
-		perfmap_symbolizer_add_process(p->sym, pids[i], ticks, 0);
+		symbolizer_read(p->sym, pids[i], ticks, 0, 0);
 		if (!track(p, pids[i], ticks))
 			return -ENOMEM;
 		p->t[p->nt - 1].next_ns = mono_ns() + REREAD_EVERY_NS;
@@ -359,7 +362,8 @@ static void discover(struct perfmap_profile *p)
 		t = track(p, (pid_t)key->tgid, ticks);
 		if (!t)
 			return;
-		t->gone = perfmap_symbolizer_add_process(p->sym, t->pid, ticks, 0) == -ESRCH;
+		t->image = key->image;
+		t->gone = symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH;
 		t->next_ns = now + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
 	}
@@ -397,10 +401,11 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 		next = tmp;
 		prev = key;
 		t = track(p, (pid_t)key->tgid, prof_ticks_of_ns(key->start_ns));
-		if (!t || t->gone || t->final_read == p->flushes + 1)
+		/* Only the image that runs now can be read. */
+		if (!t || t->gone || t->final_read == p->flushes + 1 || key->image != t->image)
 			continue;
 		t->final_read = p->flushes + 1;
-		if (perfmap_symbolizer_add_process(p->sym, t->pid, t->start_ticks, 0) == -ESRCH)
+		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH)
 			t->gone = true;
 	}
 	p->flushes++;
@@ -420,7 +425,7 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 		comm[PROFILE_COMM_LEN] = '\0';
 		st = (struct perfmap_profile_stack){
 			.pid = (pid_t)key->tgid, .start_ticks = prof_ticks_of_ns(key->start_ns),
-			.comm = comm, .ips = p->ips, .nips = nk + nu, .nkernel = nk, .samples = count,
+			.image = key->image, .comm = comm, .ips = p->ips, .nips = nk + nu, .nkernel = nk, .samples = count,
 		};
 		p->stats.samples += count;
 		if (p->cb)

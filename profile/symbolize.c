@@ -56,10 +56,10 @@ fail:
 	return NULL;
 }
 
-int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
-				   pid_t ppid)
+int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, uint32_t image,
+		    pid_t ppid)
 {
-	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks);
+	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks, image);
 
 	if (!ps)
 		return -ENOMEM;
@@ -70,18 +70,18 @@ int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint
 	return psnap_read(ps);
 }
 
+int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				   pid_t ppid)
+{
+	return symbolizer_read(s, pid, start_ticks, PSNAP_LATEST, ppid);
+}
+
 void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks);
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 
-	if (!ps)
-		return;
-	ps->execd = true;
-	ps->forked = false;
-	/* Its old image's map is not its new image's. */
-	jitmap_free(ps->jit);
-	ps->jit = NULL;
-	ps->jit_tried = false;
+	/* A new image, read now; the old one's mappings stay for its samples. */
+	symbolizer_read(s, pid, start_ticks, ps ? ps->image + 1 : 1, 0);
 }
 
 /* The mappings to look @ps's addresses up in: its own, or its parent's until it exec'd. */
@@ -93,7 +93,7 @@ static const struct psnap *mappings_of(struct perfmap_symbolizer *s, struct psna
 		return ps;
 	if (!ps->forked || !ps->ppid)
 		return NULL;
-	parent = psnaps_find(&s->procs, ps->ppid, 0);
+	parent = psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
 	return parent && parent->read ? parent : NULL;
 }
 
@@ -241,6 +241,12 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			      uint64_t addr, struct perfmap_symbol *out)
 {
+	return perfmap_symbolizer_lookup_image(s, pid, start_ticks, PSNAP_LATEST, addr, out);
+}
+
+int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				    uint32_t image, uint64_t addr, struct perfmap_symbol *out)
+{
 	const struct psnap_vma *v;
 	const struct psnap *maps;
 	struct psnap *ps;
@@ -249,10 +255,12 @@ int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t 
 					.state = PERFMAP_STATE_UNKNOWN };
 	if (addr >= KERNEL_MIN)
 		return lookup_kernel(s, addr, out);
-	ps = psnaps_find(&s->procs, pid, start_ticks);
+	ps = psnaps_find(&s->procs, pid, start_ticks, image);
+	if (!ps && image != PSNAP_LATEST && image)
+		ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 	if (!ps || (!ps->read && !ps->forked)) {
 		/* Not seen yet: read it now, if it is still that process. */
-		ps = psnaps_get(&s->procs, pid, start_ticks);
+		ps = psnaps_get(&s->procs, pid, start_ticks, image);
 		if (!ps)
 			return -ENOMEM;
 		psnap_read(ps);
@@ -276,14 +284,14 @@ int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t 
 int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			       struct perfmap_process *out)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks);
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 
 	*out = (struct perfmap_process){ 0 };
 	if (!ps)
 		return -ENOENT;
 	/* A forked child never read is its parent, as far as these go. */
 	if (!ps->exe && !ps->cgroup && ps->forked && ps->ppid) {
-		struct psnap *parent = psnaps_find(&s->procs, ps->ppid, 0);
+		struct psnap *parent = psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
 
 		if (parent)
 			ps = parent;

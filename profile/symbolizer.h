@@ -21,6 +21,9 @@ struct perfmap_symbolizer {
 	size_t dump_cap;
 };
 
+/* Read (@pid, @start_ticks)'s image @image (PSNAP_LATEST: the latest) now; @ppid: its parent, for a fork. */
+PROF_HIDDEN int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				uint32_t image, pid_t ppid);
 /* @str kept for the symbolizer's life, once per content; NULL without memory. */
 PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
 

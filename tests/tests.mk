@@ -106,9 +106,10 @@ fuzz: $(FUZZ_BINS)
 # skeleton shared with the plain build; the agent's integration tests run on it.
 ASAN_AGENT := $(O)/asan-agent
 ASAN_AGENT_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(AGENTD_SRCS) $(LIB_SRCS))
-ASAN_CTL_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(CTL_SRCS) $(LIB_SRCS))
+ASAN_CTL_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(CTL_SRCS) $(PROF_SRCS) $(LIB_SRCS))
 ASAN_AGENT_BINS := $(ASAN_AGENT)/perfmapd $(ASAN_AGENT)/perfmapctl \
-	$(AGENT_TEST_BINS:$(O)/tests/%=$(ASAN_AGENT)/tests/%)
+	$(AGENT_TEST_BINS:$(O)/tests/%=$(ASAN_AGENT)/tests/%) $(ASAN_AGENT)/tests/splitjit \
+	$(ASAN_AGENT)/bench/stackgen
 ASAN_AGENT_CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -O1 -g
 
 $(ASAN_AGENT)/obj/agent/%.o: agent/%.c $(BPF_SKEL)
@@ -121,6 +122,13 @@ $(ASAN_AGENT)/obj/perfmap/%.o: perfmap/%.c
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(LIB_INCLUDES) -c $< -o $@
 
+$(ASAN_AGENT)/obj/profile/%.o: profile/%.c $(PROF_SKEL)
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(PROF_INCLUDES) -c $< -o $@
+
+$(ASAN_AGENT)/obj/ctl/profile_pprof.o: $(PROTO_H)
+
 $(ASAN_AGENT)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC-ASAN,$@)
@@ -132,12 +140,16 @@ $(ASAN_AGENT)/perfmapd: $(ASAN_AGENT_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(AGENTD_LIBS)
 
-$(ASAN_AGENT)/perfmapctl: $(ASAN_CTL_OBJS)
+$(ASAN_AGENT)/perfmapctl: $(ASAN_CTL_OBJS) $(PROTO_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(JSON_LIBS)
+	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(JSON_LIBS) $(PROF_LIBS) $(PROTOBUF_LIBS) -lz
 
 # The test programs are not the agent: the plain ones serve.
 $(ASAN_AGENT)/tests/%: $(O)/tests/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(ASAN_AGENT)/bench/%: $(O)/bench/%
 	@mkdir -p $(@D)
 	cp $< $@
 

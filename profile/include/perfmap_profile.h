@@ -92,7 +92,7 @@ perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts);
  */
 PERFMAP_PROFILE_API int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid,
 							uint64_t start_ticks, pid_t ppid);
-/* The process exec'd: what was read of it is its old image's. */
+/* The process exec'd: its new image is read now; what was read before stays its old image's. */
 PERFMAP_PROFILE_API void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, pid_t pid,
 						  uint64_t start_ticks);
 /*
@@ -104,6 +104,14 @@ PERFMAP_PROFILE_API void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, p
 PERFMAP_PROFILE_API int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid,
 						   uint64_t start_ticks, uint64_t addr,
 						   struct perfmap_symbol *out);
+/*
+ * The same in the process's image @image (perfmap_profile_stack.image: its
+ * execs since the profile began), whose mappings were read while it ran:
+ * a sample of an image since replaced is named as that image had it.
+ */
+PERFMAP_PROFILE_API int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid,
+							 uint64_t start_ticks, uint32_t image,
+							 uint64_t addr, struct perfmap_symbol *out);
 /* What was read of a process with its mappings: for zones, and to say what a profile saw. */
 struct perfmap_process {
 	pid_t ppid;
@@ -123,6 +131,7 @@ PERFMAP_PROFILE_API void perfmap_symbolizer_free(struct perfmap_symbolizer *s);
 struct perfmap_profile_stack {
 	pid_t pid;
 	uint64_t start_ticks;      /* /proc/<pid>/stat field 22: (pid, start_ticks) is the process */
+	uint32_t image;            /* its execs since the profile began: which image was sampled */
 	const char *comm;          /* the thread's name when sampled */
 	const uint64_t *ips;       /* leaf first: the kernel's frames, then the user's */
 	uint32_t nips;

@@ -274,6 +274,16 @@ test_errors() {
 		eval '[ "$RC" = 2 ] && grep -q "give one of -p PID, -a or -- COMMAND" "$out.none.err"'
 }
 
-scenario_done() { cleanup_agent; }
+# A sanitized perfmapctl (make profile-test-asan) writes any report to $SAN_LOG.<pid>: each fails the scenario.
+scenario_done() {
+	local f
+	cleanup_agent
+	for f in "$SAN_LOG".*; do
+		[ -e "$f" ] || continue
+		fail "$1: a sanitizer report ($f):"
+		sed 's/^/    /' "$f" | head -40
+		rm -f "$f"
+	done
+}
 pick_scenarios "$0" "$@"
 run_scenarios "profile tests"

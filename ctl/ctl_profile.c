@@ -176,7 +176,7 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 
 static const char usage[] =
 	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
-	"                          [--every DURATION] [--max-stacks N] [--states FILE]\n"
+	"                          [--every DURATION] [--max-stacks N] [--no-keep-maps] [--states FILE]\n"
 	"                          [--map-dir DIR] [--archive-dir DIR]\n"
 	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
 	"\n"
@@ -270,6 +270,7 @@ struct prof_args {
 	const char *letters, *out, *states, *map_dir, *archive_dir;
 	uint64_t duration_s, every_s;
 	uint32_t max_stacks;
+	bool no_keep_maps;
 	pid_t pids[PIDS_MAX];
 	size_t npids;
 	bool all;
@@ -285,6 +286,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		{ "archive-dir", required_argument, NULL, 'A' },
 		{ "every", required_argument, NULL, 'E' },
 		{ "max-stacks", required_argument, NULL, 'X' },
+		{ "no-keep-maps", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -338,6 +340,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 			a->max_stacks = (uint32_t)v;
 			break;
 		}
+		case 'K': a->no_keep_maps = true; break;
 		case 'S': a->states = optarg; break;
 		case 'M': a->map_dir = optarg; break;
 		case 'A': a->archive_dir = optarg; break;
@@ -504,6 +507,7 @@ int cmd_profile(int argc, char **argv)
 	o.archive_dir = a.archive_dir;
 	o.states_file = a.states;
 	o.max_stacks = a.max_stacks;
+	o.no_keep_maps = a.no_keep_maps;
 	r.max_stacks = a.max_stacks ? a.max_stacks : 16384;
 	snprintf(mode, sizeof(mode), "i%u", r.view.interval_ms);
 	p = perfmap_profile_start(&o, mode, on_stack, &r);

@@ -90,6 +90,8 @@ PROF_HIDDEN struct jitmap *jitmap_load(const char *map_dir, const char *archive_
 				       uint64_t start_ticks);
 PROF_HIDDEN const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off);
 PROF_HIDDEN const char *jitmap_path(const struct jitmap *j);
+/* The bytes of map it read. */
+PROF_HIDDEN uint64_t jitmap_bytes(const struct jitmap *j);
 PROF_HIDDEN void jitmap_free(struct jitmap *j);
 
 /* ---- which runtime code is an interpreter or a collector (states.c) ---- */

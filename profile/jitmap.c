@@ -24,6 +24,7 @@ struct jname {
 
 struct jitmap {
 	struct perfmap_table *t;
+	uint64_t bytes;            /* read from the file */
 	char path[PATH_MAX];
 	struct jname *names;       /* open addressing, by @key */
 	size_t nnames, cap;
@@ -51,6 +52,7 @@ static struct jitmap *load_path(const char *path)
 		goto close_fd;
 	}
 	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->bytes = perfmap_reader__stats(r)->bytes;
 close_fd:
 	perfmap_reader__free(r);
 	close(fd);
@@ -161,6 +163,11 @@ const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off)
 const char *jitmap_path(const struct jitmap *j)
 {
 	return j->path;
+}
+
+uint64_t jitmap_bytes(const struct jitmap *j)
+{
+	return j->bytes;
 }
 
 void jitmap_free(struct jitmap *j)

@@ -50,6 +50,7 @@ struct perfmap_profile {
 	perfmap_profile_cb cb;
 	void *data;
 	bool all;
+	bool keep_maps;            /* read a process's map at its exit, for the report */
 	struct tracked *t;
 	size_t nt, capt;
 	size_t *idx;               /* @t's index + 1 by (pid, start): open addressing */
@@ -177,6 +178,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		t->every_ns = REREAD_FIRST_NS;
 		break;
 	case PROFILE_EV_EXIT:
+		/* Its map, read now while perfmapd keeps it at its path, stays until the report. */
+		if (p->keep_maps)
+			symbolizer_keep_map(p->sym, t->pid, ticks);
 		t->gone = true;
 		break;
 	}
@@ -285,6 +289,7 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	p->cb = cb;
 	p->data = data;
 	p->all = opts->all;
+	p->keep_maps = !opts->no_keep_maps;
 	so.map_dir = opts->map_dir;
 	so.archive_dir = opts->archive_dir;
 	so.states_file = opts->states_file;

@@ -281,6 +281,34 @@ int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uin
 	return lookup_file(s, maps, v, addr, out);
 }
 
+/* Does @ps run anonymous executable code: JIT code a map may name? */
+static bool runs_jit_code(const struct psnap *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].kind == PERFMAP_VMA_ANON || (ps->v[i].kind == PERFMAP_VMA_MEMFD && ps->v[i].shared))
+			return true;
+	return false;
+}
+
+int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	const struct psnap *maps;
+
+	if (!ps || ps->jit_tried)
+		return 0;
+	maps = mappings_of(s, ps);
+	if (!maps || !runs_jit_code(maps))
+		return 0;
+	if (s->kept_bytes >= KEPT_MAX_BYTES)
+		return -ENOSPC;
+	ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks);
+	ps->jit_tried = true;
+	if (ps->jit)
+		s->kept_bytes += jitmap_bytes(ps->jit);
+	return ps->jit ? 0 : -ENOENT;
+}
+
 int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			       struct perfmap_process *out)
 {

@@ -147,6 +147,8 @@ struct perfmap_profile_opts {
 	size_t npids;
 	bool all;                  /* every process of the host instead */
 	bool no_kernel;            /* user stacks only */
+	bool no_keep_maps;         /* do not read a process's perf map at its exit (memory): rely on
+				    * perfmapd's retention and archive to have it at the report */
 	const char *map_dir;       /* as perfmap_symbolizer_opts */
 	const char *archive_dir;
 	const char *states_file;

@@ -166,23 +166,37 @@ test_fork_child() {
 		grep -q "samples ([0-9]*%) are in JIT code no perf map names" "$out.none.err"
 }
 
-# -p with a duration: the child exits, its map goes to the archive after a 1 s
-# retention, and the report, written later, names it from the archive.
+# -p with a duration: the child exits, its map leaves its path for the archive
+# after a 3 s retention, and the report comes later. Three profiles of the same
+# JIT at once: one keeps the child's map from its exit (the default) and is
+# shown no archive; one does not keep it and reads the archive; one does
+# neither, and cannot name the child (the test can tell).
 test_archived_child() {
-	local m out=$WORK/archived.out pid c
+	local m out=$WORK/archived pid c p1 p2 p3
 	m=$(new_maps)
-	agent_on "$m" --retention 1 || { fail "archived_child: perfmapd did not start"; return; }
-	"$SPLIT" --dir "$m" --child --fork-delay-ms 1000 --child-run-ms 1500 --after-ms 8000 \
+	agent_on "$m" --retention 3 || { fail "archived_child: perfmapd did not start"; return; }
+	"$SPLIT" --dir "$m" --child --fork-delay-ms 1000 --child-run-ms 1500 --after-ms 9000 \
 		--wait-map-ms 5000 >"$WORK/archived.jit" &
 	pid=$!
 	PIDS+=("$pid")
 	wait_for 5 grep -q "^pid " "$WORK/archived.jit"
-	profile "$out" -j v -d 6 -p "$pid" --map-dir "$m" --archive-dir "$ARCH"
+	"$CTL" profile -j v -d 8 -p "$pid" --map-dir "$m" --archive-dir "$WORK/nowhere" >"$out.kept" 2>&1 &
+	p1=$!
+	"$CTL" profile -j v -d 8 -p "$pid" --map-dir "$m" --archive-dir "$ARCH" --no-keep-maps >"$out.arch" 2>&1 &
+	p2=$!
+	"$CTL" profile -j v -d 8 -p "$pid" --map-dir "$m" --archive-dir "$WORK/nowhere" --no-keep-maps \
+		>"$out.none" 2>&1 &
+	p3=$!
+	wait "$p1" "$p2" "$p3"
 	c=$(awk '/^child / { print $2 }' "$WORK/archived.jit")
-	check "archived_child: the child's map was archived before the report (perf-$c-*.map)" \
+	check "archived_child: the child's map was archived before the reports (perf-$c-*.map)" \
 		eval '[ -n "$c" ] && ls "$ARCH"/perf-"$c"-*.map >/dev/null 2>&1 && [ ! -e "$m/perf-$c.map" ]'
-	check "archived_child: its samples are named from the archive ($(grep -v ^pid "$out" | head -1))" \
-		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out"); [ "${hot:-0}" -ge 80 ]'
+	check "archived_child: the map read at the child's exit names its samples, no archive in sight ($(grep JIT "$out.kept" | head -1))" \
+		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out.kept"); [ "${hot:-0}" -ge 80 ]'
+	check "archived_child: with --no-keep-maps, the archive names them ($(grep JIT "$out.arch" | head -1))" \
+		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out.arch"); [ "${hot:-0}" -ge 80 ]'
+	check "archived_child: with neither, they are unnamed ($(grep JIT "$out.none" | head -1))" \
+		eval 'u=$(awk '"'"'/Unnamed JIT code$/ { sub("%", "", $1); print $1 }'"'"' "$out.none"); [ "${u:-0}" -ge 80 ]'
 	stop_agent || fail "archived_child: perfmapd exited non-zero"
 }
 

@@ -70,9 +70,13 @@ struct {
 	__uint(max_entries, 1 << 18);
 } events SEC(".maps");
 
-/* Samples not counted (the counts map was full); process events the ring buffer had no room for. */
+/*
+ * Samples not counted (the counts map was full); process events the ring
+ * buffer had no room for; children not followed (the targets map was full).
+ */
 __u64 lost_keys = 0;
 __u64 lost_events = 0;
+__u64 lost_targets = 0;
 
 static __always_inline bool targeted(__u32 tgid)
 {
@@ -151,7 +155,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!all_tasks) {
 		if (!follow_forks)
 			return 0;
-		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+		if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY))
+			__sync_fetch_and_add(&lost_targets, 1);
 	}
 	send(PROFILE_EV_FORK, child, ptgid, 0);
 	return 0;
@@ -182,5 +187,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
 		return 0;
 	send(PROFILE_EV_EXIT, p, 0, 0);
+	/* Its pid may go to another process, maybe another user's: not profiled for it. */
+	if (!all_tasks)
+		bpf_map_delete_elem(&targets, &tgid);
+	bpf_map_delete_elem(&images, &tgid);
 	return 0;
 }

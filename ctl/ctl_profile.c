@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,17 @@ struct prof_run {
 };
 
 static volatile sig_atomic_t stop_requested;
+
+/* A file per module of native code read, a perf event per CPU: the soft limit up to the hard one. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
 
 /* libbpf's own lines only with PERFMAPCTL_DEBUG set: the error is said once, in our words. */
 __attribute__((format(printf, 2, 0)))
@@ -139,13 +151,15 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 	struct prof_sample *ns;
 
 	if (r->n == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 1024;
-		ns = realloc(r->samples, r->cap * sizeof(*ns));
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+
+		ns = realloc(r->samples, cap * sizeof(*ns));
 		if (!ns) {
 			r->failed = true;
 			return;
 		}
 		r->samples = ns;
+		r->cap = cap;
 	}
 	f = calloc(st->nips ? st->nips : 1, sizeof(*f));
 	if (!f) {
@@ -404,9 +418,16 @@ static int write_report(const struct prof_run *r, const char *path, uint64_t sta
 	if (prof_pprof_wanted(path))
 		return prof_pprof_write(r->samples, r->n, &info, path);
 	if (path && strcmp(path, "-")) {
-		out = fopen(path, "we");
-		if (!out)
-			return -errno;
+		/* Not through a link another user left at the name. */
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		out = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!out) {
+			err = -errno;
+			if (fd >= 0)
+				close(fd);
+			return err;
+		}
 	}
 	err = prof_report(r->samples, r->n, &r->view, out);
 	if (out != stdout && fclose(out) && !err)
@@ -421,6 +442,7 @@ static void samples_reset(struct prof_run *r)
 		free((void *)r->samples[i].frames);
 	r->n = 0;
 	r->total = r->unnamed = r->unknown = r->kernel_only = 0;
+	r->failed = false;
 }
 
 /* --every: the period's samples to a file of their own, and a fresh count. */
@@ -490,6 +512,7 @@ int cmd_profile(int argc, char **argv)
 	if (err)
 		return err > 0 ? CTL_OK : CTL_ERROR;
 	libbpf_set_print(libbpf_print);
+	raise_fd_limit();
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (a.cmd) {

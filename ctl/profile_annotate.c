@@ -6,11 +6,16 @@
  * native code without DWARF lines) cannot be annotated, and say so.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "profile_annotate.h"
+
+#define ANNOTATE_MAX_BYTES (64 << 20)   /* a source file larger than this is not one */
 
 struct line_val {
 	char *file;
@@ -41,6 +46,52 @@ static long long value_at(const struct line_val *fl, size_t n, long line)
 	return lo < n && fl[lo].line == line ? (long long)fl[lo].v : -1;
 }
 
+/* @s with its control bytes (tab aside) as \\xNN: a file's text, or its name, never drives a terminal. */
+static void put_escaped(FILE *out, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else
+			fputc(*p, out);
+	}
+}
+
+/*
+ * The source file @path, opened only if it is a regular file, not a link,
+ * no larger than ANNOTATE_MAX_BYTES and readable by everyone: the names come
+ * from the profiled processes (a JIT name, an ELF file's DWARF), and root
+ * must show no file their owners could not read themselves, nor wait on a
+ * FIFO or read a device without end. NULL with errno, EACCES for a file
+ * that is not everyone's to read.
+ */
+static FILE *open_source(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), err = 0;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st))
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL;
+	else if (st.st_size > ANNOTATE_MAX_BYTES)
+		err = EFBIG;
+	else if (!(st.st_mode & S_IROTH))
+		err = EACCES;
+	if (err) {
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 static void annotate_file(FILE *out, const struct prof_view *v, const struct line_val *fl,
 			  size_t n, int width)
 {
@@ -51,12 +102,17 @@ static void annotate_file(FILE *out, const struct prof_view *v, const struct lin
 	ssize_t len;
 	FILE *f;
 
-	f = fopen(fl[0].file, "re");
+	f = open_source(fl[0].file);
 	if (!f) {
-		fprintf(out, "====== ERROR: %s: %s\n", fl[0].file, strerror(errno));
+		fputs("====== ERROR: ", out);
+		put_escaped(out, fl[0].file);
+		fprintf(out, ": %s\n", errno == EACCES ? "not readable by everyone: not shown" :
+			errno == EINVAL ? "not a regular file" : strerror(errno));
 		return;
 	}
-	fprintf(out, "\n====== %s ======\n", fl[0].file);
+	fputs("\n====== ", out);
+	put_escaped(out, fl[0].file);
+	fputs(" ======\n", out);
 	if (ann) {
 		for (long i = 1; i <= ann; i++) {
 			if (value_at(fl, n, i) >= 0) {
@@ -91,11 +147,13 @@ static void annotate_file(FILE *out, const struct prof_view *v, const struct lin
 			}
 		}
 		if (val >= 0 && v->raw)
-			fprintf(out, "%*lld | %s\n", width, val, text);
+			fprintf(out, "%*lld | ", width, val);
 		else if (val >= 0)
-			fprintf(out, " %3lld%% | %s\n", val, text);
+			fprintf(out, " %3lld%% | ", val);
 		else
-			fprintf(out, "%*s | %s\n", v->raw ? width : 5, "", text);
+			fprintf(out, "%*s | ", v->raw ? width : 5, "");
+		put_escaped(out, text);
+		fputc('\n', out);
 		nr++;
 	}
 	free(text);
@@ -141,9 +199,11 @@ int prof_annotate(const struct tally *t, size_t n, uint64_t total, const struct 
 		for (j = i; j < k && !strcmp(lv[j].file, lv[i].file); j++)
 			;
 		/* JIT code without a file, native code without lines: nothing to open. */
-		if (lv[i].file[0] != '/' || !lv[i].line)
-			fprintf(out, "\n====== %s ======\n[Cannot annotate non-file]\n", lv[i].file);
-		else
+		if (lv[i].file[0] != '/' || !lv[i].line) {
+			fputs("\n====== ", out);
+			put_escaped(out, lv[i].file);
+			fputs(" ======\n[Cannot annotate non-file]\n", out);
+		} else
 			annotate_file(out, v, lv + i, j - i, width);
 	}
 	for (i = 0; i < k; i++)

@@ -7,7 +7,9 @@
  * with protobuf-c from ctl/proto/profile.proto, gzipped with zlib.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -219,12 +221,22 @@ static uint64_t location_id(struct builder *b, const struct prof_frame *fr)
 	return id;
 }
 
+/* Grows @p->sample by one; 0 (and b->failed) without memory, as GROW() does. */
+static int grow_samples(struct builder *b)
+{
+	Perftools__Profiles__Profile *p = &b->p;
+
+	GROW(p->sample, p->n_sample);
+	return 1;
+}
+
 static int add_sample(struct builder *b, const struct prof_sample *s, uint64_t interval_ns)
 {
 	Perftools__Profiles__Profile *p = &b->p;
 	Perftools__Profiles__Sample *ps;
 
-	GROW(p->sample, p->n_sample);
+	if (!grow_samples(b))
+		return -ENOMEM;
 	ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
@@ -234,7 +246,7 @@ static int add_sample(struct builder *b, const struct prof_sample *s, uint64_t i
 	ps->value = calloc(2, sizeof(int64_t));
 	if (!ps->location_id || !ps->value)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->n; i++)
+	for (uint32_t i = 0; i < s->n && !b->failed; i++)
 		ps->location_id[ps->n_location_id++] = location_id(b, &s->frames[i]);
 	ps->n_value = 2;
 	ps->value[0] = (int64_t)s->count;
@@ -266,8 +278,10 @@ static void builder_free(struct builder *b)
 	free(p->function);
 	free(p->mapping);
 	free(p->string_table);
-	free(p->sample_type[0]);
-	free(p->sample_type[1]);
+	if (p->sample_type) {
+		free(p->sample_type[0]);
+		free(p->sample_type[1]);
+	}
 	free(p->sample_type);
 	free(p->period_type);
 	index_free(&b->strings);
@@ -297,11 +311,17 @@ static int value_type(struct builder *b, Perftools__Profiles__ValueType **vt, co
 
 static int write_gz(const char *path, const uint8_t *buf, size_t len)
 {
-	gzFile gz = gzopen(path, "wb9");
-	int err = 0;
+	/* Not through a link another user left at the name. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644), err = 0;
+	gzFile gz;
 
-	if (!gz)
-		return errno ? -errno : -ENOMEM;
+	if (fd < 0)
+		return -errno;
+	gz = gzdopen(fd, "wb9");
+	if (!gz) {
+		close(fd);
+		return -ENOMEM;
+	}
 	if (len && gzwrite(gz, buf, (unsigned)len) != (int)len)
 		err = -EIO;
 	if (gzclose(gz) != Z_OK && !err)
@@ -332,6 +352,8 @@ int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pp
 	for (size_t i = 0; i < n; i++)
 		if (add_sample(&b, &s[i], info->interval_ns))
 			goto cleanup;
+	if (b.failed)
+		goto cleanup;
 	len = perftools__profiles__profile__get_packed_size(&b.p);
 	buf = malloc(len ? len : 1);
 	if (!buf)

@@ -169,6 +169,57 @@ static void sput(struct str *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* The length of the valid UTF-8 sequence at @s (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, c = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates, past U+10FFFF. */
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * @s as the report prints it: names, paths and zones come from other
+ * processes and files, so control bytes and invalid UTF-8 become \xNN
+ * (no escape sequence reaches a terminal), and in folded stacks (@graph) so
+ * does ';', which would forge a frame.
+ */
+static void sput_text(struct str *b, const char *s, bool graph)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	while (*p) {
+		n = utf8_len(p);
+		if (!n || *p < 0x20 || *p == 0x7f || *p == '\\' || (graph && *p == ';')) {
+			sput(b, "\\x%02x", *p);
+			p++;
+			continue;
+		}
+		sput(b, "%.*s", (int)n, (const char *)p);
+		p += n;
+	}
+}
+
 static const char *base(const char *path, bool full)
 {
 	const char *slash;
@@ -179,24 +230,26 @@ static const char *base(const char *path, bool full)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-static void put_frame(struct str *b, char scope, const struct prof_frame *f, bool paths)
+static void put_frame(struct str *b, char scope, const struct prof_frame *f, bool paths, bool graph)
 {
 	const char *mod = base(f->module, paths);
 
 	if (scope == 'l' && f->file) {
+		sput_text(b, base(f->file, paths), graph);
 		if (f->line)
-			sput(b, "%s:%d", base(f->file, paths), f->line);
-		else
-			sput(b, "%s", base(f->file, paths));
+			sput(b, ":%d", f->line);
 	} else if (scope == 'l' && f->name) {
 		/* No line (JIT code naming no file, the kernel, a file without DWARF): its name. */
-		sput(b, "%s", f->name);
+		sput_text(b, f->name, graph);
 	} else if (scope == 'F' && f->name) {
-		sput(b, "%s:%s", mod, f->name);
+		sput_text(b, mod, graph);
+		sput(b, ":");
+		sput_text(b, f->name, graph);
 	} else if (scope == 'f' && f->name) {
-		sput(b, "%s", f->name);
+		sput_text(b, f->name, graph);
 	} else {
-		sput(b, "%s+0x%llx", mod, (unsigned long long)f->offset);
+		sput_text(b, mod, graph);
+		sput(b, "+0x%llx", (unsigned long long)f->offset);
 	}
 }
 
@@ -213,7 +266,7 @@ static void put_stack(struct str *b, const struct prof_sample *s, const struct p
 		i = depth < 0 ? n - 1 - k : k;
 		if (k)
 			sput(b, "%s", sep);
-		put_frame(b, scope, &s->frames[i], v->paths);
+		put_frame(b, scope, &s->frames[i], v->paths, v->raw == 'G');
 	}
 	if (!n)
 		sput(b, "%s", "[no stack]");
@@ -230,10 +283,14 @@ static int keys_of(const struct prof_sample *s, const struct prof_view *v, struc
 	const char *state = NULL;
 	char *cut, *k1 = NULL, *k2 = NULL;
 
-	if (v->states == 'v')
+	struct str zone = { 0 };
+
+	if (v->states == 'v') {
 		state = prof_state_name(s->n ? s->frames[0].state : 0);
-	else if (v->states == 'z')
-		state = s->zone ? s->zone : "(none)";
+	} else if (v->states == 'z') {
+		sput_text(&zone, s->zone ? s->zone : "(none)", false);
+		state = zone.s ? zone.s : "(none)";
+	}
 	if (v->scope) {
 		put_stack(&stack, s, v, v->scope, v->depth);
 		if (v->split == 2) {
@@ -245,7 +302,7 @@ static int keys_of(const struct prof_sample *s, const struct prof_view *v, struc
 				k2 = strdup(cut + 3);
 			}
 		} else if (v->split == 3 && s->n) {
-			put_frame(&stack2, 'l', &s->frames[0], v->paths);
+			put_frame(&stack2, 'l', &s->frames[0], v->paths, false);
 			k2 = stack2.s;
 			stack2.s = NULL;
 		}
@@ -266,6 +323,7 @@ static int keys_of(const struct prof_sample *s, const struct prof_view *v, struc
 	}
 	free(stack.s);
 	free(stack2.s);
+	free(zone.s);
 	e->k1 = k1;
 	e->k2 = k2;
 	e->count = s->count;
@@ -273,6 +331,7 @@ static int keys_of(const struct prof_sample *s, const struct prof_view *v, struc
 nomem:
 	free(stack.s);
 	free(stack2.s);
+	free(zone.s);
 	free(k2);
 	return -ENOMEM;
 }

@@ -92,9 +92,9 @@ const char *perfmap_profile_dumpstack(struct perfmap_symbolizer *s,
 				      int depth, size_t *len)
 {
 	struct out o = { .s = s };
-	uint32_t n = st->nips, i, k;
 	struct perfmap_symbol sym;
 	bool full = false;
+	uint32_t n, i, k;
 	const char *f;
 
 	*len = 0;
@@ -102,6 +102,7 @@ const char *perfmap_profile_dumpstack(struct perfmap_symbolizer *s,
 		errno = EINVAL;
 		return NULL;
 	}
+	n = st->nips;
 	if ((uint32_t)(depth < 0 ? -depth : depth) < n)
 		n = (uint32_t)(depth < 0 ? -depth : depth);
 	for (k = 0; k < n; k++) {

@@ -9,14 +9,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 struct elfmod {
 	struct elfmod *next;
+	char key[64];              /* "major:minor:inode": the file, whatever its path */
 	char *path;
 	Dwfl *dwfl;                /* NULL: not ELF, or not readable (remembered: not tried again) */
 	Dwfl_Module *mod;
@@ -24,9 +30,25 @@ struct elfmod {
 	Elf *elf;
 };
 
+#define MODULES_MAX 4096   /* files read at most: each holds a descriptor and its ELF mapped */
+
 struct elfsyms {
 	struct elfmod *mods[256];
+	size_t nmods;
 };
+
+/* A lookup in progress reads a file another user may truncate under it: SIGBUS ends it, not us. */
+static __thread sigjmp_buf *bus_jmp;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (bus_jmp)
+		siglongjmp(*bus_jmp, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static char *debuginfo_path;   /* libdwfl's default: /usr/lib/debug and .debug beside the file */
 
@@ -51,9 +73,29 @@ static size_t hash_of(const char *s)
 	return h % (sizeof(((struct elfsyms *)0)->mods) / sizeof(struct elfmod *));
 }
 
-static void mod_open(struct elfmod *m, const char *open_path)
+/*
+ * The file @v mapped, if @open_path is still it: a regular file (no link
+ * followed, no device, no FIFO waited on) of the device and inode the
+ * mapping had. The fd, or -errno.
+ */
+static int open_mapped(const struct psnap_vma *v, const char *open_path)
 {
-	int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open(open_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != v->ino ||
+	    major(st.st_dev) != v->dev_major || minor(st.st_dev) != v->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static void mod_open(struct elfmod *m, const struct psnap_vma *v, const char *open_path)
+{
+	int fd = open_mapped(v, open_path);
 
 	if (fd < 0)
 		return;
@@ -63,10 +105,12 @@ static void mod_open(struct elfmod *m, const char *open_path)
 		return;
 	}
 	dwfl_report_begin(m->dwfl);
-	/* libdwfl owns @fd from here, and closes it. */
+	/* libdwfl owns @fd once it made a module of it; on failure it is still ours. */
 	m->mod = dwfl_report_elf(m->dwfl, m->path, open_path, fd, 0, false);
 	dwfl_report_end(m->dwfl, NULL, NULL);
-	if (m->mod)
+	if (!m->mod)
+		close(fd);
+	else
 		m->elf = dwfl_module_getelf(m->mod, &m->bias);
 	if (!m->mod || !m->elf) {
 		dwfl_end(m->dwfl);
@@ -74,23 +118,31 @@ static void mod_open(struct elfmod *m, const char *open_path)
 	}
 }
 
-static struct elfmod *mod_get(struct elfsyms *e, const char *path, const char *open_path)
+static struct elfmod *mod_get(struct elfsyms *e, const struct psnap_vma *v, const char *open_path)
 {
-	size_t h = hash_of(path);
 	struct elfmod *m;
+	char key[64];
+	size_t h;
 
+	snprintf(key, sizeof(key), "%u:%u:%llu", v->dev_major, v->dev_minor,
+		 (unsigned long long)v->ino);
+	h = hash_of(key);
 	for (m = e->mods[h]; m; m = m->next)
-		if (!strcmp(m->path, path))
+		if (!strcmp(m->key, key))
 			return m;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->path = strdup(path);
+	snprintf(m->key, sizeof(m->key), "%s", key);
+	m->path = strdup(v->path);
 	if (!m->path) {
 		free(m);
 		return NULL;
 	}
-	mod_open(m, open_path);
+	/* Past the bound a file is remembered, not read: no name, as for a file that is gone. */
+	if (e->nmods < MODULES_MAX)
+		mod_open(m, v, open_path);
+	e->nmods++;
 	m->next = e->mods[h];
 	e->mods[h] = m;
 	return m;
@@ -124,25 +176,16 @@ static const char *comp_dir_of(Dwfl_Line *l)
 	return cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
 }
 
-int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path, uint64_t file_off,
-		   const char **name, uint64_t *off, const char **src, const char **comp_dir, int *line)
+/* The lookup proper, in a module whose file may fault under it (elfsyms_lookup()). */
+static int lookup_in(struct elfmod *m, uint64_t file_off, const char **name, uint64_t *off,
+		     const char **src, const char **comp_dir, int *line)
 {
-	struct elfmod *m = mod_get(e, path, open_path);
 	GElf_Off sym_off = 0;
 	uint64_t vaddr;
 	Dwfl_Line *l;
 	GElf_Sym sym;
 	Dwarf_Addr a;
 
-	*name = NULL;
-	*src = NULL;
-	*comp_dir = NULL;
-	*line = 0;
-	*off = file_off;
-	if (!m)
-		return -ENOMEM;
-	if (!m->dwfl)
-		return -ENOEXEC;
 	if (vaddr_of(m->elf, file_off, &vaddr))
 		return -ENOENT;
 	a = vaddr + m->bias;
@@ -156,6 +199,45 @@ int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path, u
 			*comp_dir = comp_dir_of(l);
 	}
 	return 0;
+}
+
+int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *open_path,
+		   uint64_t file_off, const char **name, uint64_t *off, const char **src,
+		   const char **comp_dir, int *line)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
+	struct elfmod *volatile m = mod_get(e, v, open_path);
+	sigjmp_buf jmp;
+	int err;
+
+	*name = NULL;
+	*src = NULL;
+	*comp_dir = NULL;
+	*line = 0;
+	*off = file_off;
+	if (!m)
+		return -ENOMEM;
+	if (!m->dwfl)
+		return -ENOEXEC;
+	/* The module's file is mapped: truncated by its owner, a read faults. It is dropped then. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(jmp, 1)) {
+		bus_jmp = NULL;
+		sigaction(SIGBUS, &old, NULL);
+		*name = NULL;
+		*src = NULL;
+		*comp_dir = NULL;
+		*line = 0;
+		/* Its state is unknown after the fault: never touched again (leaked, not freed). */
+		m->dwfl = NULL;
+		return -EIO;
+	}
+	bus_jmp = &jmp;
+	err = lookup_in(m, file_off, name, off, src, comp_dir, line);
+	bus_jmp = NULL;
+	sigaction(SIGBUS, &old, NULL);
+	return err;
 }
 
 void elfsyms_free(struct elfsyms *e)

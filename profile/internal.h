@@ -16,6 +16,8 @@
 
 struct psnap_vma {
 	uint64_t lo, hi, pgoff;
+	uint64_t ino;              /* the mapped file's identity, as /proc showed it */
+	uint32_t dev_major, dev_minor;
 	enum perfmap_vma_kind kind;
 	bool shared;
 	char *path;                /* as the process sees it ("[vdso]" too); NULL for none */
@@ -35,6 +37,8 @@ struct psnap {
 	struct jitmap *jit;        /* its perf map, loaded at the first lookup in anonymous code */
 	bool jit_tried;
 	char *exe, *cgroup;        /* read with @v */
+	uid_t uid;                 /* its effective uid, read with @v: who may own its perf map */
+	bool uid_known;
 	char container[65];        /* a container id in @cgroup, or "" */
 };
 
@@ -73,21 +77,27 @@ PROF_HIDDEN void kallsyms_free(struct kallsyms *k);
 struct elfsyms;
 PROF_HIDDEN struct elfsyms *elfsyms_new(void);
 /*
- * Name the byte at @file_off of the file @path (opened as @open_path, which
- * may lead through /proc/<pid>/root): 0 with *@name (NULL if no symbol),
- * *@off, *@src and *@line (and *@comp_dir, the directory a relative *@src
- * is relative to, or NULL), or -errno when the file cannot be read as ELF.
+ * Name the byte at @file_off of the file @v maps (opened as @open_path,
+ * which may lead through /proc/<pid>/root, and only if it is still the
+ * regular file @v mapped, by device and inode): 0 with *@name (NULL if no
+ * symbol), *@off, *@src and *@line (and *@comp_dir, the directory a
+ * relative *@src is relative to, or NULL), or -errno when the file cannot
+ * be read as ELF (-ESTALE: another file is at its path now).
  */
-PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const char *path, const char *open_path,
+PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *open_path,
 			       uint64_t file_off, const char **name, uint64_t *off,
 			       const char **src, const char **comp_dir, int *line);
 PROF_HIDDEN void elfsyms_free(struct elfsyms *e);
 
 /* ---- perf maps (jitmap.c) ---- */
 
-/* @pid's map in @map_dir, or the archive's for (@pid, @start_ticks); NULL when none. */
+/*
+ * @pid's map in @map_dir, or the archive's for (@pid, @start_ticks), owned
+ * by @uid (anyone may plant a file at another process's path in /tmp);
+ * NULL when none.
+ */
 PROF_HIDDEN struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
-				       uint64_t start_ticks);
+				       uint64_t start_ticks, uid_t uid);
 PROF_HIDDEN const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off);
 PROF_HIDDEN const char *jitmap_path(const struct jitmap *j);
 /* The bytes of map it read. */

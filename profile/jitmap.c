@@ -30,9 +30,10 @@ struct jitmap {
 	size_t nnames, cap;
 };
 
-static struct jitmap *load_path(const char *path)
+static struct jitmap *load_path(const char *path, uid_t uid)
 {
-	const struct perfmap_open_opts oo = { .sz = sizeof(oo), .max_bytes = JITMAP_MAX_BYTES };
+	const struct perfmap_open_opts oo = { .sz = sizeof(oo), .max_bytes = JITMAP_MAX_BYTES,
+					      .check_owner = true, .owner = uid };
 	const struct perfmap_reader_opts ro = { .sz = sizeof(ro), .max_bytes = JITMAP_MAX_BYTES };
 	struct perfmap_reader *r = NULL;
 	struct jitmap *j;
@@ -60,7 +61,8 @@ close_fd:
 }
 
 /* The archive's map of (@pid, @start_ticks): perf-<pid>-<ticks>[-c<id>].map, not an earlier image's. */
-static struct jitmap *load_archived(const char *archive_dir, pid_t pid, uint64_t start_ticks)
+static struct jitmap *load_archived(const char *archive_dir, pid_t pid, uint64_t start_ticks,
+				    uid_t uid)
 {
 	char prefix[64], path[PATH_MAX];
 	struct jitmap *j = NULL;
@@ -83,14 +85,14 @@ static struct jitmap *load_archived(const char *archive_dir, pid_t pid, uint64_t
 		if (strcmp(rest, ".map") && strncmp(rest, "-c", 2))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", archive_dir, de->d_name);
-		j = load_path(path);
+		j = load_path(path, uid);
 	}
 	closedir(d);
 	return j;
 }
 
 struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
-			   uint64_t start_ticks)
+			   uint64_t start_ticks, uid_t uid)
 {
 	uint64_t now_ticks = 0;
 	char path[PATH_MAX];
@@ -101,11 +103,11 @@ struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t p
 	other = start_ticks && !proc_stat_of(pid, &now_ticks, NULL) && now_ticks != start_ticks;
 	if (!other) {
 		snprintf(path, sizeof(path), "%s/perf-%d.map", map_dir, (int)pid);
-		j = load_path(path);
+		j = load_path(path, uid);
 		if (j)
 			return j;
 	}
-	return load_archived(archive_dir, pid, start_ticks);
+	return load_archived(archive_dir, pid, start_ticks, uid);
 }
 
 static size_t slot_of(const struct jitmap *j, const char *key)
@@ -153,11 +155,14 @@ const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off)
 	const char *name;
 	ssize_t len;
 
-	*off = 0;
 	if (!j)
 		return NULL;
 	len = perfmap_table__lookup(j->t, addr, &name);
-	return len < 0 ? NULL : intern(j, name, (size_t)len);
+	if (len < 0)
+		return NULL;
+	/* The entry's start is the table's: a name's own offset is not known, 0 is said. */
+	*off = 0;
+	return intern(j, name, (size_t)len);
 }
 
 const char *jitmap_path(const struct jitmap *j)

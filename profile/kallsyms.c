@@ -24,11 +24,13 @@ static const char *keep(struct kallsyms *k, const char *s)
 	char **ns;
 
 	if (k->nstrings == k->capstrings) {
-		k->capstrings = k->capstrings ? k->capstrings * 2 : 4096;
-		ns = realloc(k->strings, k->capstrings * sizeof(*ns));
+		size_t cap = k->capstrings ? k->capstrings * 2 : 4096;
+
+		ns = realloc(k->strings, cap * sizeof(*ns));
 		if (!ns)
 			return NULL;
 		k->strings = ns;
+		k->capstrings = cap;
 	}
 	return k->strings[k->nstrings++] = strdup(s);
 }
@@ -63,11 +65,13 @@ struct kallsyms *kallsyms_load(void)
 		if (n < 3 || !addr || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
 		if (k->n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			ns = realloc(k->s, cap * sizeof(*ns));
+			size_t ncap = cap ? cap * 2 : 65536;
+
+			ns = realloc(k->s, ncap * sizeof(*ns));
 			if (!ns)
 				break;
 			k->s = ns;
+			cap = ncap;
 		}
 		if (mod[0] && (!last_mod || strcmp(last_mod, mod)))
 			last_mod = keep(k, mod);

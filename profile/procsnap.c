@@ -124,12 +124,38 @@ static int parse_maps(struct psnap *s, const char *buf, size_t len)
 			s->v = nv;
 		}
 		s->v[s->n] = (struct psnap_vma){ .lo = v.lo, .hi = v.hi, .pgoff = v.pgoff,
-						 .kind = v.kind, .shared = v.shared };
+						 .ino = v.ino, .dev_major = v.dev_major,
+						 .dev_minor = v.dev_minor, .kind = v.kind,
+						 .shared = v.shared };
 		if (plen && !(s->v[s->n].path = strndup(path, plen)))
 			return -ENOMEM;
 		s->n++;
 	}
 	return 0;
+}
+
+/* Its effective uid, from /proc/<pid>/status: the owner its perf map must have. */
+static void read_uid(struct psnap *s)
+{
+	char path[64], buf[4096], *p;
+	unsigned int ruid, euid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strstr(buf, "\nUid:");
+	if (p && sscanf(p + 5, "%u %u", &ruid, &euid) == 2) {
+		s->uid = (uid_t)euid;
+		s->uid_known = true;
+	}
 }
 
 /* Its executable's path and its cgroup, for zones: read with its mappings, while it is there. */
@@ -139,6 +165,7 @@ static void read_identity(struct psnap *s)
 	ssize_t n;
 	int fd;
 
+	read_uid(s);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0) {
@@ -156,9 +183,9 @@ static void read_identity(struct psnap *s)
 		return;
 	buf[n] = '\0';
 	/* The unified hierarchy's line ("0::/path") where there is one, else the first line's path. */
-	p = strstr(buf, "0::");
+	p = !strncmp(buf, "0::", 3) ? buf : strstr(buf, "\n0::");
 	if (p)
-		p += 3;
+		p += *p == '\n' ? 4 : 3;
 	else if ((p = strchr(buf, ':')) && (p = strchr(p + 1, ':')))
 		p++;
 	else

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,11 +135,13 @@ static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t star
 	if (t)
 		return t;
 	if (p->nt == p->capt) {
-		p->capt = p->capt ? p->capt * 2 : 64;
-		nt = realloc(p->t, p->capt * sizeof(*nt));
+		size_t cap = p->capt ? p->capt * 2 : 64;
+
+		nt = realloc(p->t, cap * sizeof(*nt));
 		if (!nt)
 			return NULL;
 		p->t = nt;
+		p->capt = cap;
 	}
 	if (2 * (p->nt + 1) > p->idx_cap && index_grow(p))
 		return NULL;
@@ -159,12 +162,20 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	ticks = prof_ticks_of_ns(e->start_ns);
+	/*
+	 * A child shares its parent's mappings: read now, before it can exec.
+	 * The whole host forks too often for that: a child is read once its
+	 * samples are seen (discover()), its parent's mappings naming it until.
+	 */
+	if (e->type == PROFILE_EV_FORK && p->all) {
+		symbolizer_forked(p->sym, (pid_t)e->tgid, ticks, (pid_t)e->ppid);
+		return 0;
+	}
 	t = track(p, (pid_t)e->tgid, ticks);
 	if (!t)
 		return 0;
 	switch (e->type) {
 	case PROFILE_EV_FORK:
-		/* A child shares its parent's mappings: read now, before it can exec. */
 		symbolizer_read(p->sym, t->pid, ticks, 0, (pid_t)e->ppid);
 		t->next_ns = mono_ns() + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
@@ -239,6 +250,8 @@ static int open_cpus(struct perfmap_profile *p, uint64_t interval_ms)
 			err = -errno;
 			break;
 		}
+		/* The link owns the event now, and closes it when destroyed. */
+		p->pfds[cpu] = -1;
 		opened++;
 	}
 	return err ? err : opened ? 0 : -ENODEV;
@@ -280,7 +293,9 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	if (err)
 		goto fail;
 	err = -EINVAL;
-	if (!opts || !cb || (!opts->all && !opts->npids))
+	/* The options as far as the caller's size of them goes: a later field it lacks is 0. */
+	if (!opts || opts->sz < offsetof(struct perfmap_profile_opts, map_dir) || !cb ||
+	    (!opts->all && !opts->npids))
 		goto fail;
 	err = -ENOMEM;
 	p = calloc(1, sizeof(*p));
@@ -331,7 +346,8 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 		goto fail;
 	return p;
 fail:
-	p->cb = NULL;  /* nothing is handed out of a start that failed */
+	if (p)
+		p->cb = NULL;  /* nothing is handed out of a start that failed */
 	perfmap_profile_stop(p);
 	errno = -err;
 	return NULL;

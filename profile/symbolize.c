@@ -70,6 +70,17 @@ int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_tick
 	return psnap_read(ps);
 }
 
+int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, pid_t ppid)
+{
+	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks, 0);
+
+	if (!ps)
+		return -ENOMEM;
+	ps->ppid = ppid;
+	ps->forked = true;
+	return 0;
+}
+
 int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				   pid_t ppid)
 {
@@ -190,14 +201,33 @@ static int lookup_kernel(struct perfmap_symbolizer *s, uint64_t addr, struct per
 	return 0;
 }
 
-static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap_vma *v,
-		       uint64_t addr, struct perfmap_symbol *out)
+/*
+ * @ps's perf map, read once; owned by its uid (a forked child never read
+ * has its parent's), else none: a file another user planted at its path
+ * is no name of its code.
+ */
+static void load_jit(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap *maps)
 {
-	if (!ps->jit_tried) {
-		ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks);
-		ps->jit_tried = true;
-	}
-	out->module = v->path ? v->path : "[anon]";
+	const struct psnap *who = ps->uid_known ? ps : maps;
+
+	ps->jit_tried = true;
+	/* Maps held are bounded in all: past it a process's JIT code goes unnamed. */
+	if (!who || !who->uid_known || s->map_bytes >= MAPS_MAX_BYTES)
+		return;
+	ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks, who->uid);
+	if (ps->jit)
+		s->map_bytes += jitmap_bytes(ps->jit);
+}
+
+static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap *maps,
+		       const struct psnap_vma *v, uint64_t addr, struct perfmap_symbol *out)
+{
+	if (!ps->jit_tried)
+		load_jit(s, ps, maps);
+	/* Interned: the mapping's own string goes with the next read of the process. */
+	out->module = v->path ? symbolizer_intern(s, v->path) : "[anon]";
+	if (!out->module)
+		out->module = "[anon]";
 	out->offset = addr - v->lo;
 	out->name = ps->jit ? jitmap_lookup(ps->jit, addr, &out->offset) : NULL;
 	if (!out->name) {
@@ -219,14 +249,16 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 	char st;
 	int err;
 
-	out->module = v->path;
+	out->module = symbolizer_intern(s, v->path);
+	if (!out->module)
+		out->module = "[unknown]";
 	out->offset = file_off;
 	out->state = PERFMAP_STATE_NATIVE;
 	/* Through its root while it lives: a container's files are not the host's. */
 	if (snprintf(open_path, sizeof(open_path), "/proc/%d/root%s", (int)owner->pid, v->path) >=
 		    (int)sizeof(open_path) || access(open_path, R_OK))
 		snprintf(open_path, sizeof(open_path), "%s", v->path);
-	err = elfsyms_lookup(s->elf, v->path, open_path, file_off, &out->name, &out->offset,
+	err = elfsyms_lookup(s->elf, v, open_path, file_off, &out->name, &out->offset,
 			     &out->file, &comp_dir, &out->line);
 	/* A file name relative to where it was built: the whole path, for l's p and for a and A. */
 	if (out->file && comp_dir &&
@@ -277,7 +309,7 @@ int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uin
 		return -ENOENT;
 	}
 	if (v->kind == PERFMAP_VMA_ANON || (v->kind == PERFMAP_VMA_MEMFD && v->shared) || !v->path)
-		return lookup_anon(s, ps, v, addr, out);
+		return lookup_anon(s, ps, maps, v, addr, out);
 	return lookup_file(s, maps, v, addr, out);
 }
 
@@ -300,12 +332,9 @@ int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_
 	maps = mappings_of(s, ps);
 	if (!maps || !runs_jit_code(maps))
 		return 0;
-	if (s->kept_bytes >= KEPT_MAX_BYTES)
+	if (s->map_bytes >= MAPS_MAX_BYTES)
 		return -ENOSPC;
-	ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks);
-	ps->jit_tried = true;
-	if (ps->jit)
-		s->kept_bytes += jitmap_bytes(ps->jit);
+	load_jit(s, ps, maps);
 	return ps->jit ? 0 : -ENOENT;
 }
 

@@ -17,7 +17,7 @@ struct perfmap_symbolizer {
 	char jitfile[PATH_MAX];    /* the last JIT name's file, before it is interned */
 	char **strings;            /* interned: open addressing by content */
 	size_t nstrings, strings_cap;
-	uint64_t kept_bytes;       /* of maps read at their process's exit (symbolizer_keep_map) */
+	uint64_t map_bytes;        /* of the perf maps it holds */
 	char *dump;                /* perfmap_profile_dumpstack()'s text */
 	size_t dump_cap;
 };
@@ -25,16 +25,19 @@ struct perfmap_symbolizer {
 /* Read (@pid, @start_ticks)'s image @image (PSNAP_LATEST: the latest) now; @ppid: its parent, for a fork. */
 PROF_HIDDEN int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				uint32_t image, pid_t ppid);
-/* Maps read at exits are kept up to this much, then read at the report (from the archive if need be). */
-#define KEPT_MAX_BYTES (512ull << 20)
+/* The perf maps held, in all: past this much a process's JIT code goes unnamed. */
+#define MAPS_MAX_BYTES (1ull << 30)
 
 /*
  * A process that runs JIT code exits: read its perf map now, while it is at
  * its path (perfmapd retains it there), and keep it until the report, so
  * that neither the end of the retention nor the archive's quota takes its
- * names. 0, -ENOENT (no map), -ENOSPC (KEPT_MAX_BYTES reached).
+ * names. 0, -ENOENT (no map), -ENOSPC (MAPS_MAX_BYTES reached).
  */
 PROF_HIDDEN int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
+/* A fork seen, its child not read (-a: its parent's mappings name it until it is sampled). */
+PROF_HIDDEN int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				  pid_t ppid);
 /* @str kept for the symbolizer's life, once per content; NULL without memory. */
 PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
 

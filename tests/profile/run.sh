@@ -200,6 +200,30 @@ test_archived_child() {
 	stop_agent || fail "archived_child: perfmapd exited non-zero"
 }
 
+# Any user can make /tmp/perf-<pid>.map for another user's JIT: the profiler,
+# root, names that code with no map of another owner (it reads what the
+# process's own uid owns, as perfmapd and its doctor do).
+test_planted() {
+	local m other out=$WORK/planted pid
+	m=$(new_maps)
+	chmod 1777 "$m"
+	other=$WORK/planted-own
+	mkdir -p "$other"
+	"$SPLIT" --dir "$other" --run-ms 4000 >"$WORK/planted.jit" &
+	pid=$!
+	PIDS+=("$pid")
+	wait_for 5 grep -q "^pid " "$WORK/planted.jit"
+	wait_for 5 test -s "$other/perf-$pid.map"
+	sed 's/split_/planted_/' "$other/perf-$pid.map" |
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- sh -c 'cat >"$1"' _ "$m/perf-$pid.map"
+	check "planted: uid 65534 made $m/perf-$pid.map for root's JIT" \
+		eval '[ "$(stat -c %u "$m/perf-$pid.map")" = 65534 ]'
+	profile "$out" -j f -d 2 -p "$pid" --map-dir "$m"
+	check "planted: its names are not taken for root's code ($(grep -v ^pid "$out" | head -1))" \
+		eval '! grep -q planted_ "$out" && grep -q "Unnamed\|\[anon\]" "$out"'
+	wait "$pid"
+}
+
 # The whole host: the JIT among every other process.
 test_all() {
 	local m out=$WORK/all.out pid

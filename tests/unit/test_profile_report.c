@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +265,7 @@ static void test_a_and_A_annotate_the_source(void **state)
 	for (int i = 1; i <= 20; i++)
 		snprintf(lines + strlen(lines), sizeof(lines) - strlen(lines), "line %d\n", i);
 	tu_write(path, lines, strlen(lines));
+	chmod(path, 0644);
 	f10 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 10, 'C' };
 	f12 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 12, 'C' };
 	ss[0] = (struct prof_sample){ &f10, 1, NULL, 75 };
@@ -285,7 +288,59 @@ static void test_a_and_A_annotate_the_source(void **state)
 	assert_non_null(strstr(out, "      | line 1\n"));
 	assert_non_null(strstr(out, "  75% | line 10\n"));
 	assert_non_null(strstr(out, "      | line 20\n"));
+
+	/* A file only its owner may read is never shown: root would show a user's secret to another. */
+	chmod(path, 0600);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	fclose(f);
+	assert_non_null(strstr(out, "not readable by everyone: not shown"));
+	assert_null(strstr(out, "line 10"));
+	/* Nor a FIFO (it would block), nor what a symlink points at. */
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	fclose(f);
+	assert_non_null(strstr(out, "not a regular file"));
+	unlink(path);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	fclose(f);
+	assert_null(strstr(out, "root:"));
+	assert_non_null(strstr(out, "====== ERROR: "));
+	unlink(path);
 	tu_rmdir(dir);
+}
+
+/* Names come from other processes: no byte of theirs reaches a terminal as a control, nor forges a frame. */
+static void test_names_are_escaped(void **state)
+{
+	static const struct prof_frame evil = { "a\x1b[2J;b\xff\\c", "/tmp/perf-1.map", 0, NULL, 0, 'J' };
+	static const struct prof_frame caller = { "main", "/usr/bin/app", 0, NULL, 0, 'C' };
+	struct prof_frame fr[2] = { evil, caller };
+	struct prof_sample ss = { fr, 2, "zone\n100%  forged", 1 };
+	struct prof_view v;
+	char err[128];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(prof_view_parse("f", &v, err, sizeof(err)), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(&ss, 1, &v, f), 0);
+	fclose(f);
+	assert_string_equal(out, "100%  a\\x1b[2J;b\\xff\\x5cc\n");
+	assert_int_equal(prof_view_parse("G", &v, err, sizeof(err)), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(&ss, 1, &v, f), 0);
+	fclose(f);
+	assert_string_equal(out, "main;a\\x1b[2J\\x3bb\\xff\\x5cc 1\n");
+	assert_int_equal(prof_view_parse("z", &v, err, sizeof(err)), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(&ss, 1, &v, f), 0);
+	fclose(f);
+	assert_string_equal(out, "100%  zone\\x0a100%  forged\n");
 }
 
 int main(void)
@@ -306,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_no_samples),
 		cmocka_unit_test(test_F_wins_and_G_keeps_its_scope),
 		cmocka_unit_test(test_a_and_A_annotate_the_source),
+		cmocka_unit_test(test_names_are_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

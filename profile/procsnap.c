@@ -134,23 +134,33 @@ static int parse_maps(struct psnap *s, const char *buf, size_t len)
 	return 0;
 }
 
-/* Its effective uid, from /proc/<pid>/status: the owner its perf map must have. */
-static void read_uid(struct psnap *s)
+/* The start of /proc/<pid>/@name into @buf, NUL-terminated; its length, or -1. */
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
-	char path[64], buf[4096], *p;
-	unsigned int ruid, euid;
+	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)s->pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return -1;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return;
+		return -1;
 	buf[n] = '\0';
+	return n;
+}
+
+/* Its effective uid, from /proc/<pid>/status: the owner its perf map must have. */
+static void read_uid(struct psnap *s)
+{
+	unsigned int ruid, euid;
+	char buf[4096], *p;
+
+	if (read_proc(s->pid, "status", buf, sizeof(buf)) < 0)
+		return;
 	p = strstr(buf, "\nUid:");
 	if (p && sscanf(p + 5, "%u %u", &ruid, &euid) == 2) {
 		s->uid = (uid_t)euid;
@@ -163,7 +173,6 @@ static void read_identity(struct psnap *s)
 {
 	char path[64], buf[4096], *p, *nl;
 	ssize_t n;
-	int fd;
 
 	read_uid(s);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
@@ -173,15 +182,8 @@ static void read_identity(struct psnap *s)
 		free(s->exe);
 		s->exe = strdup(buf);
 	}
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)s->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc(s->pid, "cgroup", buf, sizeof(buf)) < 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	/* The unified hierarchy's line ("0::/path") where there is one, else the first line's path. */
 	p = !strncmp(buf, "0::", 3) ? buf : strstr(buf, "\n0::");
 	if (p)

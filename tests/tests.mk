@@ -216,7 +216,7 @@ bench-execmap: all $(LOADGEN)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 
-$(O)/tests/%: tests/agent/%.c
+$(O)/tests/%: tests/agent/%.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
 
@@ -240,7 +240,7 @@ CONTAINER_TEST_BINS := $(O)/tests/forkjit-static
 # built with frame pointers, as a profiled program's native frames need.
 PROFILE_TEST_BINS := $(O)/tests/splitjit $(O)/bench/stackgen
 
-$(O)/tests/splitjit: tests/profile/splitjit.c
+$(O)/tests/splitjit: tests/profile/splitjit.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
 
@@ -252,7 +252,7 @@ PROFILE_TESTS_ASAN ?= split letters fork_child archived_child pprof errors
 profile-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/profile/run.sh $(ASAN_AGENT) $(PROFILE_TESTS_ASAN)
 
-$(O)/tests/forkjit-static: tests/agent/forkjit.c
+$(O)/tests/forkjit-static: tests/agent/forkjit.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -static -o $@ $<
 

@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jitloop.h"
+
 #define SLOT 32  /* bytes of code per entry */
 
 struct opts {
@@ -86,27 +88,6 @@ static void sleep_ms(unsigned long ms)
 		;
 }
 
-/* A counting loop: the hot code the profiler must name. */
-static void emit_loop(unsigned char *p)
-{
-#if defined(__x86_64__)
-	static const unsigned char code[] = {
-		0x48, 0x89, 0xf8,  /* mov rax, rdi */
-		0x48, 0xff, 0xc8,  /* 1: dec rax */
-		0x75, 0xfb,        /* jnz 1b */
-		0xc3,              /* ret */
-	};
-#elif defined(__aarch64__)
-	static const uint32_t code[] = {
-		0xf1000400,        /* 1: subs x0, x0, #1 */
-		0x54ffffe1,        /* b.ne 1b */
-		0xd65f03c0,        /* ret */
-	};
-#else
-#error "forkjit: no code generator for this architecture"
-#endif
-	memcpy(p, code, sizeof(code));
-}
 
 static char *map_path(const struct opts *o, int pid)
 {

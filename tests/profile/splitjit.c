@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../agent/jitloop.h"
+
 #define SLOT 64
 #define CHUNK 400000ull   /* iterations of the cold loop per round; the hot one runs 3 times as many */
 
@@ -44,26 +46,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void emit_loop(unsigned char *p)
-{
-#if defined(__x86_64__)
-	static const unsigned char code[] = {
-		0x48, 0x89, 0xf8,  /* mov rax, rdi */
-		0x48, 0xff, 0xc8,  /* 1: dec rax */
-		0x75, 0xfb,        /* jnz 1b */
-		0xc3,              /* ret */
-	};
-#elif defined(__aarch64__)
-	static const uint32_t code[] = {
-		0xf1000400,        /* 1: subs x0, x0, #1 */
-		0x54ffffe1,        /* b.ne 1b */
-		0xd65f03c0,        /* ret */
-	};
-#else
-#error "splitjit: no code generator for this architecture"
-#endif
-	memcpy(p, code, sizeof(code));
-}
 
 static int write_map(const char *dir, const char *prefix, unsigned char *code)
 {

@@ -19,8 +19,13 @@
 set -u
 BUILD=$(cd "${1:?usage: profile_bench.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
-WORK=$(mktemp -d /var/tmp/perfmapd-pbench.XXXXXX)
-chmod 755 "$WORK"
+# Part 2 (--named, below) works in part 1's directory.
+if [ "${2:-}" = --named ]; then
+	WORK=$3
+else
+	WORK=$(mktemp -d /var/tmp/perfmapd-pbench.XXXXXX)
+	chmod 755 "$WORK"
+fi
 . "$HERE/../agent/lib.sh"
 CTL=$BUILD/perfmapctl
 SPLIT=$BUILD/tests/splitjit

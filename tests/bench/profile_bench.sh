@@ -54,6 +54,15 @@ trap 'exit 143' TERM
 
 # Part 2, run by part 1 in a mount namespace where /tmp is $WORK/maps: the agent, the
 # JIT and its child, perfmapctl profile of it and perf record -a, then both reports.
+# perf_named DATA: of the JIT's samples in DATA whose leaf is in its anonymous code (a perf
+# map's, or unknown), how many perf script names.
+perf_named() {
+	perf script -i "$1" -F comm,ip,sym,dso --comm splitjit 2>/dev/null |
+		awk 'NF == 0 { next } /^splitjit/ { leaf = 1; next }
+			leaf { leaf = 0; if ($0 ~ /perf-[0-9]+\.map|\/\/anon/) { n++; if ($0 ~ /split_(hot|cold)/) named++ } }
+			END { printf "perf report:        %d of %d JIT samples named (%.1f%%)\n", named, n, n ? 100 * named / n : 0 }'
+}
+
 if [ "${2:-}" = --named ]; then
 	W=$3
 	PERF=
@@ -71,11 +80,7 @@ if [ "${2:-}" = --named ]; then
 	awk '/ JIT code$/ && !/Unnamed/ { j = $1 } / Unnamed JIT code$/ { u = $1 }
 		END { printf "perfmapctl profile: %d of %d JIT samples named (%.1f%%)\n", j, j + u, (j + u) ? 100 * j / (j + u) : 0 }' \
 		"$W/named.p"
-	# perf: the JIT's samples whose leaf is in its anonymous code (a perf map's, or unknown).
-	perf script -i "$W/named.data" -F comm,ip,sym,dso --comm splitjit 2>/dev/null |
-		awk 'NF == 0 { next } /^splitjit/ { leaf = 1; next }
-			leaf { leaf = 0; if ($0 ~ /perf-[0-9]+\.map|\/\/anon/) { n++; if ($0 ~ /split_(hot|cold)/) named++ } }
-			END { printf "perf report:        %d of %d JIT samples named (%.1f%%)\n", named, n, n ? 100 * named / n : 0 }'
+	perf_named "$W/named.data"
 	stop_agent
 	# The same, with the report made after the maps went to the archive (1 s retention): perf
 	# reads /tmp only; perfmapctl reads the archive for a process gone.
@@ -96,10 +101,7 @@ if [ "${2:-}" = --named ]; then
 	awk '/^ *[0-9]+  / { z = ($2 == "splitjit"); next } z && /split_(hot|cold)$/ { j += $2 } z && /\[anon\]/ { u += $2 }
 		END { printf "perfmapctl profile: %d of %d JIT samples named (%.1f%%)\n", j, j + u, (j + u) ? 100 * j / (j + u) : 0 }' \
 		"$W/late.p"
-	perf script -i "$W/late.data" -F comm,ip,sym,dso --comm splitjit 2>/dev/null |
-		awk 'NF == 0 { next } /^splitjit/ { leaf = 1; next }
-			leaf { leaf = 0; if ($0 ~ /perf-[0-9]+\.map|\/\/anon/) { n++; if ($0 ~ /split_(hot|cold)/) named++ } }
-			END { printf "perf report:        %d of %d JIT samples named (%.1f%%)\n", named, n, n ? 100 * named / n : 0 }'
+	perf_named "$W/late.data"
 	stop_agent
 	exit 0
 fi

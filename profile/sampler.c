@@ -409,7 +409,7 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
 	struct perfmap_profile_stack st;
 	char comm[PROFILE_COMM_LEN + 1];
-	uint32_t nu, nk;
+	uint32_t nu, nk, kept;
 	uint64_t count;
 
 	ring_buffer__consume(p->rb);
@@ -441,7 +441,12 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 		nk = key->nkernel < PROFILE_KDEPTH ? key->nkernel : PROFILE_KDEPTH;
 		nu = key->nuser < PROFILE_DEPTH ? key->nuser : PROFILE_DEPTH;
 		memcpy(p->ips, key->kips, nk * sizeof(uint64_t));
-		memcpy(p->ips + nk, key->uips, nu * sizeof(uint64_t));
+		/* A frame-pointer walk through code built without them ends in a 0 (or a small) address: no frame. */
+		kept = 0;
+		for (uint32_t i = 0; i < nu; i++)
+			if (key->uips[i] >= 4096)
+				p->ips[nk + kept++] = key->uips[i];
+		nu = kept;
 		memcpy(comm, key->comm, PROFILE_COMM_LEN);
 		comm[PROFILE_COMM_LEN] = '\0';
 		st = (struct perfmap_profile_stack){

@@ -207,7 +207,14 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 	struct stat st;
 	int fd, err;
 
-	if (!parent || parent->src_fd < 0 || !child || child->copy)
+	if (!parent || !child || child->copy)
+		return -ENOENT;
+	/*
+	 * The parent's map may be there before its directory's watch says so:
+	 * the fork's event can be read first. Its map as it is now, as on the host.
+	 */
+	mirror__try_source(m, parent);
+	if (parent->src_fd < 0)
 		return -ENOENT;
 	if (child->dir != parent->dir)
 		return -EXDEV;  /* another root: the parent's map is not there */

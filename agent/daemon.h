@@ -13,6 +13,7 @@
 #include "archive.h"
 #include "events.h"
 #include "execmap.h"
+#include "hold.h"
 #include "instance.h"
 #include "jitscan.h"
 #include "log.h"
@@ -54,6 +55,7 @@ struct daemon {
 	struct daemon_config cfg;
 	int map_dir_fd;
 	struct instance *inst;
+	struct holds *holds;          /* profilers' holds on maps (hold.c) */
 	struct archive *ar;
 	struct mapwatch *mw;
 	struct events *events;

@@ -40,7 +40,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 }
 
 enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES,
-       SRC_MIRRORS, SRC_EXECMAP };
+       SRC_MIRRORS, SRC_EXECMAP, SRC_HOLDS };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -90,6 +90,7 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, mapwatch__fd(d->mw), SRC_INOTIFY);
 	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
 	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
+	err = err ?: loop_add(l->epfd, holds__fd(d->holds), SRC_HOLDS);
 	if (d->mirrors)
 		err = err ?: loop_add(l->epfd, mirrors__fd(d->mirrors), SRC_MIRRORS);
 	if (d->execmap)
@@ -224,7 +225,7 @@ static struct status_sources sources_of(struct daemon *d)
 		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
 		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
 		.exec_probe = d->exec_probe,
-		.jitscan = d->jitscan,
+		.jitscan = d->jitscan, .holds = d->holds,
 	};
 }
 
@@ -351,6 +352,7 @@ int daemon__run(struct daemon *d)
 			case SRC_COPIES: store__drain_copies(d->store, daemon__on_copy_done, d); break;
 			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
 			case SRC_EXECMAP: read_exec_maps(d); break;
+			case SRC_HOLDS: holds__on_ready(d->holds); break;
 			}
 		}
 		arm_retry(d, &l);

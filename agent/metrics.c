@@ -308,6 +308,8 @@ static void gather(struct metrics *m, const struct status_sources *src, struct m
 		.copies_queue_full = s->copies_queue_full,
 		.copies_resource_deferred = s->resource_deferred,
 		.retention_s = src->retention_s,
+		.held_processes = policy__held(src->policy),
+		.held_past_retention = s->held_past_retention,
 		.host_traps = s->orphan_traps, .squatted_moved = s->squatted_moved,
 		.squatted_left = s->squatted_left, .too_large = s->too_large,
 	};

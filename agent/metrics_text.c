@@ -172,6 +172,12 @@ static void maps(struct mtext *m, const struct metrics_values *v)
 	one(m, "perfmapd_retention_seconds", "gauge",
 	    "How long an exited process's map stays at its path (--retention; SIGHUP changes it).",
 	    v->retention_s);
+	one(m, "perfmapd_held_processes", "gauge",
+	    "Processes whose maps a profiler holds at their paths until its report (perfmapctl profile).",
+	    v->held_processes);
+	one(m, "perfmapd_maps_held_past_retention_total", "counter",
+	    "Exited processes' maps kept past their retention because a profiler held them.",
+	    v->held_past_retention);
 	one(m, "perfmapd_archived_maps_total", "counter", "Maps stored in the archive.", v->archived);
 	one(m, "perfmapd_archive_evicted_maps_total", "counter",
 	    "Archived maps the --archive-max-bytes quota deleted.", v->archive_evicted);

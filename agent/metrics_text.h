@@ -44,6 +44,8 @@ struct metrics_values {
 	uint64_t copy_latency_sum_ns;
 	uint64_t retained;             /* exited processes' maps at their paths now */
 	uint64_t retention_s;          /* --retention, as SIGHUP left it */
+	uint64_t held_processes;       /* profilers hold now (hold.c) */
+	uint64_t held_past_retention;  /* exited maps kept past their retention for a holder */
 	uint64_t archived, archive_evicted, archive_files, archive_bytes, archive_max_bytes;
 	bool mirroring;
 	uint64_t mirrors, mirrors_started, mirror_bytes, mirror_behind_bytes;

@@ -1,6 +1,7 @@
 /* perfmapd: the agent's entry point: its pieces opened, wired together and closed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -185,6 +186,7 @@ static int daemon_open(struct daemon *d)
 		.defer_copy_bytes = DEFER_COPY_BYTES, .loop_copy_rate = LOOP_COPY_RATE,
 	};
 
+	char hold_path[PATH_MAX];
 	int err;
 
 	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir, d->cfg.status_gid);
@@ -223,6 +225,15 @@ static int daemon_open(struct daemon *d)
 	d->policy = policy__new(&pcfg, store__mapstore(d->store));
 	if (!d->policy)
 		return -ENOMEM;
+	err = perfmap__hold_path(d->cfg.run_dir, d->cfg.map_dir, hold_path, sizeof(hold_path));
+	if (err) {
+		pr_err("run directory %s: the hold socket's name for %s: %s", d->cfg.run_dir,
+		       d->cfg.map_dir, strerror(-err));
+		return err;
+	}
+	d->holds = holds__open(hold_path, d->policy);
+	if (!d->holds)
+		return -errno;
 	/*
 	 * After the drop: the HTTP thread needs no capability (a port below
 	 * 1024 would need CAP_NET_BIND_SERVICE, which is not kept).
@@ -245,6 +256,8 @@ static void daemon_close(struct daemon *d)
 {
 	/* First: its thread answers no request after this. */
 	metrics__free(d->metrics);
+	/* Before the policy: closing a holder releases its holds there. */
+	holds__free(d->holds);
 	policy__free(d->policy);
 	jitscan__free(d->jitscan);
 	execmap__free(d->execmap);

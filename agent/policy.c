@@ -553,6 +553,15 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 	/* Gone, or another file by now: nothing of this entry's is left to move. */
 	if (look(p, e->pid, 0, &mi) || !same_file(&mi, e->dev, e->ino))
 		return RETAIN_DONE;
+	/* A profiler's report names it still: at its path until released. */
+	if (e->kind == RETAIN_EXITED && e->start_ticks && policy__is_held(p, e->pid, e->start_ticks)) {
+		if (!e->held) {
+			p->stats.held_past_retention++;
+			pr_info("exit %d: %s/perf-%d.map stays past its retention: a profiler holds it until its report",
+				(int)e->pid, p->cfg.map_dir, (int)e->pid);
+		}
+		return RETAIN_HELD;
+	}
 	/*
 	 * A move decided at an exec holds only for the file as it was judged:
 	 * written since, it has the new image's lines too.
@@ -630,7 +639,7 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	p->loop_budget = budget__new(cfg->loop_copy_rate, cfg->loop_copy_rate);
 	p->lost_lines = budget__new(LOST_LINES_RATE, LOST_LINES_BURST);
 	if (!p->retained || !p->copy_budget || !p->loop_budget || !p->lost_lines ||
-	    proctab_init(&p->procs)) {
+	    proctab_init(&p->procs) || pidmap_init(&p->held, 64)) {
 		policy__free(p);
 		return NULL;
 	}
@@ -651,6 +660,7 @@ void policy__free(struct policy *p)
 	if (!p)
 		return;
 	proctab_fini(&p->procs);
+	pidmap_fini(&p->held);
 	retention__free(p->retained);
 	budget__free(p->copy_budget);
 	budget__free(p->loop_budget);

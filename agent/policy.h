@@ -130,6 +130,10 @@ struct policy_stats {
 	uint64_t lost_symbols_total;   /* processes found running JIT code with no map (said once each) */
 	uint64_t lost_symbols_named;   /* ...whose map appeared later */
 	uint64_t lost_symbols_unsaid;  /* ...not said: their uid's lines were spent */
+	/* Holds (policy_hold.c) */
+	uint64_t holds;                /* asked for, and taken */
+	uint64_t holds_refused;        /* HELD_MAX processes were held already */
+	uint64_t held_past_retention;  /* exited maps kept past their retention for a holder */
 };
 
 /* ---- the policy ---- */
@@ -178,6 +182,18 @@ bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks);
 void policy__sweep(struct policy *p, bool end_unmarked, uint64_t now_ns);
 
 const struct policy_stats *policy__stats(const struct policy *p);
+/*
+ * A profiler asks that (@pid, @start_ticks)'s map stay at its path until it
+ * releases it: its exit's retention lasts as long as the hold. Each hold is
+ * released once; -ENOSPC when HELD_MAX processes are held, -EINVAL for no
+ * start time (a hold names a process, never a pid alone).
+ */
+int policy__hold(struct policy *p, pid_t pid, uint64_t start_ticks);
+#define HELD_MAX 65536   /* processes held at once, by all holders together */
+void policy__release(struct policy *p, pid_t pid, uint64_t start_ticks);
+/* Held: @start_ticks 0 matches any process at @pid. */
+bool policy__is_held(const struct policy *p, pid_t pid, uint64_t start_ticks);
+size_t policy__held(const struct policy *p);
 size_t policy__processes(const struct policy *p);
 /* Exited processes' maps waiting at their paths. */
 size_t policy__retained(const struct policy *p);

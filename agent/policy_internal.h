@@ -62,6 +62,7 @@ struct policy {
 	struct mapstore store;
 	struct proctab procs;
 	struct retention *retained;
+	struct pidmap held;           /* processes held, by pid (policy_hold.c) */
 	struct budget *copy_budget;   /* bytes of copies per uid */
 	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
 	struct budget *lost_lines;    /* "lost symbols" lines per uid (policy_jit.c) */

@@ -312,7 +312,15 @@ static void expire_heap(struct retention *r, struct heap *h, uint64_t now_ns,
 	struct node *n;
 
 	while (h->n && (n = h->v[0])->e.deadline_ns <= now_ns) {
-		if (cb->due(cb->ctx, &n->e) == RETAIN_BUSY) {
+		enum retain_result res = cb->due(cb->ctx, &n->e);
+
+		if (res == RETAIN_HELD) {
+			n->e.held = true;
+			n->e.deadline_ns = now_ns + RETRY_HELD_NS;
+			heap_fix(h, n);
+			continue;
+		}
+		if (res == RETAIN_BUSY) {
 			if (retry(&n->e, now_ns)) {
 				heap_fix(h, n);
 				continue;

@@ -35,6 +35,7 @@ struct retained {
 	/* RETAIN_MOVE: when the first attempt was refused, and the wait before the next. */
 	uint64_t first_ns;
 	uint64_t backoff_ns;
+	bool held;                /* kept past its deadline for a holder once at least */
 };
 
 struct retention;
@@ -61,6 +62,7 @@ bool retention__first_over(struct retention *r, uid_t uid);
 enum retain_result {
 	RETAIN_DONE,      /* moved, or nothing left to move: forget it */
 	RETAIN_BUSY,      /* open for writing, or the archive full: the rules say when to try again */
+	RETAIN_HELD,      /* a profiler holds it (policy_hold.c): looked at again in RETRY_HELD_NS */
 };
 
 struct retention_cb {
@@ -89,6 +91,7 @@ void retention__expire(struct retention *r, uint64_t now_ns, const struct retent
 uint64_t retention__next_move(const struct retention *r);
 
 #define RETRY_EXITED_NS (10ull * 1000000000)
+#define RETRY_HELD_NS (1ull * 1000000000)
 #define RETRY_MOVE_FIRST_NS (1ull * 1000000)
 #define RETRY_MOVE_MAX_NS (100ull * 1000000)
 #define MOVE_BUDGET_NS (2ull * 1000000000)

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "events.h"
 #include "execmap.h"
+#include "hold.h"
 #include "jitscan.h"
 #include "mapname.h"
 #include "mapwatch.h"
@@ -126,6 +127,23 @@ static void report_policy(struct report *r, const struct status_sources *src)
 	u64(r, "foreign_namespace_processes", s->foreign_ns);
 	u64(r, "ns_mirrored_processes", s->ns_mirrored);
 	u64(r, "errors", s->errors);
+}
+
+/* Profilers' holds on maps (hold.c, policy_hold.c). */
+static void report_holds(struct report *r, const struct status_sources *src)
+{
+	const struct policy_stats *s = policy__stats(src->policy);
+	struct holds_stats hs = { 0 };
+
+	if (src->holds)
+		holds__stats(src->holds, &hs);
+	u64(r, "holders", hs.holders);
+	u64(r, "held_processes", policy__held(src->policy));
+	u64(r, "holds", s->holds);
+	u64(r, "holds_refused", s->holds_refused);
+	u64(r, "held_past_retention", s->held_past_retention);
+	u64(r, "holders_refused", hs.holders_refused);
+	u64(r, "hold_bad_requests", hs.bad_requests);
 }
 
 static void report_archive(struct report *r, const struct status_sources *src)
@@ -272,6 +290,7 @@ size_t status_text(const struct status_sources *src, char *buf, size_t len)
 	u64(&r, "status_throttled", src->status_throttled);
 	report_events(&r, src);
 	report_policy(&r, src);
+	report_holds(&r, src);
 	report_archive(&r, src);
 	report_mirrors(&r, src);
 	if (src->mirrors && r.len < len)

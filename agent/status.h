@@ -9,6 +9,7 @@
 struct archive;
 struct events;
 struct execmap;
+struct holds;
 struct jitscan;
 struct mapwatch;
 struct policy;
@@ -35,6 +36,7 @@ struct status_sources {
 	const char *exec_source;
 	const char *exec_probe;
 	const struct jitscan *jitscan;   /* NULL: off */
+	const struct holds *holds;
 };
 
 /* The report into @buf; its length (cut to fit, always NUL-terminated). */

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -191,7 +193,7 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 static const char usage[] =
 	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
 	"                          [--every DURATION] [--max-stacks N] [--no-keep-maps] [--states FILE]\n"
-	"                          [--map-dir DIR] [--archive-dir DIR]\n"
+	"                          [--map-dir DIR] [--archive-dir DIR] [--run-dir DIR]\n"
 	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
 	"\n"
 	"Samples the processes (and the children they fork), the whole host, or\n"
@@ -205,7 +207,8 @@ static const char usage[] =
 	"  r  raw counts   a / A  annotate source   G  folded stacks for flame graphs\n"
 	"  m<N>  minimum percent (3)              i<N>  interval in ms (10)\n"
 	"-o FILE.pb.gz writes pprof (go tool pprof); --every writes a profile per period\n"
-	"to -o FILE with the period's start time in its name.\n"
+	"to -o FILE with the period's start time in its name. With perfmapd running\n"
+	"(its --run-dir), it keeps the maps of the processes sampled until they are named.\n"
 	"docs/profile.md has them all beside LuaJIT's.\n";
 
 static int parse_pids(const char *arg, pid_t *pids, size_t *n)
@@ -281,7 +284,7 @@ static void say_unnamed(const struct prof_run *r)
 }
 
 struct prof_args {
-	const char *letters, *out, *states, *map_dir, *archive_dir;
+	const char *letters, *out, *states, *map_dir, *archive_dir, *run_dir;
 	uint64_t duration_s, every_s;
 	uint32_t max_stacks;
 	bool no_keep_maps;
@@ -291,6 +294,27 @@ struct prof_args {
 	char **cmd;
 };
 
+/*
+ * The hold socket of the agent for the map directory, when there is one:
+ * the agent then keeps each sampled process's map until it is named. No
+ * agent is no error; one that cannot be reached is said.
+ */
+static const char *hold_socket(const struct prof_args *a, char *path, size_t len)
+{
+	const char *run_dir = a->run_dir ? a->run_dir : PERFMAPD_RUN_DIR;
+	struct stat st;
+
+	if (perfmap__hold_path(run_dir, a->map_dir ? a->map_dir : "/tmp", path, len))
+		return NULL;
+	if (stat(path, &st)) {
+		if (errno != ENOENT || a->run_dir)
+			ctl_error("profile: warning: perfmapd's hold socket %s: %s; maps are read as perf reads them",
+				 path, strerror(errno));
+		return NULL;
+	}
+	return path;
+}
+
 static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_run *r)
 {
 	static const struct option longopts[] = {
@@ -298,6 +322,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		{ "states", required_argument, NULL, 'S' },
 		{ "map-dir", required_argument, NULL, 'M' },
 		{ "archive-dir", required_argument, NULL, 'A' },
+		{ "run-dir", required_argument, NULL, 'R' },
 		{ "every", required_argument, NULL, 'E' },
 		{ "max-stacks", required_argument, NULL, 'X' },
 		{ "no-keep-maps", no_argument, NULL, 'K' },
@@ -358,6 +383,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		case 'S': a->states = optarg; break;
 		case 'M': a->map_dir = optarg; break;
 		case 'A': a->archive_dir = optarg; break;
+		case 'R': a->run_dir = optarg; break;
 		case 'h': fputs(usage, stdout); return 1;
 		default: fputs(usage, stderr); return -EINVAL;
 		}
@@ -505,7 +531,7 @@ int cmd_profile(int argc, char **argv)
 	int go_fd = -1, status = 0, err, rc = CTL_ERROR;
 	uint64_t start_ns = real_ns();
 	bool reaped = false;
-	char path[4096];
+	char path[4096], hold_path[PATH_MAX];
 	pid_t child = 0;
 
 	err = parse_args(argc, argv, &a, &r);
@@ -531,6 +557,7 @@ int cmd_profile(int argc, char **argv)
 	o.states_file = a.states;
 	o.max_stacks = a.max_stacks;
 	o.no_keep_maps = a.no_keep_maps;
+	o.hold_socket = hold_socket(&a, hold_path, sizeof(hold_path));
 	r.max_stacks = a.max_stacks ? a.max_stacks : 16384;
 	snprintf(mode, sizeof(mode), "i%u", r.view.interval_ms);
 	p = perfmap_profile_start(&o, mode, on_stack, &r);
@@ -547,6 +574,10 @@ int cmd_profile(int argc, char **argv)
 		goto kill_child;
 	}
 	r.sym = perfmap_profile_symbolizer(p);
+	perfmap_profile_stats(p, &r.stats);
+	if (o.hold_socket && !r.stats.agent_holds)
+		ctl_error("profile: warning: perfmapd's hold socket %s: cannot connect; maps are read as perf reads them",
+			  o.hold_socket);
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)
 			ctl_error("profile: cannot start %s", a.cmd[0]);

@@ -62,3 +62,18 @@ int perfmap__run_paths(const char *run_dir, const char *map_dir, char *lock, cha
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+int perfmap__hold_path(const char *run_dir, const char *map_dir, char *path, size_t len)
+{
+	char lock[PATH_MAX];
+	size_t n;
+	int err;
+
+	err = perfmap__run_paths(run_dir, map_dir, lock, path, len < sizeof(lock) ? len : sizeof(lock));
+	if (err)
+		return err;
+	/* "<id>.sock" -> "<id>.hold": as long, and as sure to fit. */
+	n = strlen(path);
+	memcpy(path + n - 5, ".hold", 5);
+	return 0;
+}

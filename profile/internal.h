@@ -115,4 +115,19 @@ PROF_HIDDEN void states_free(struct states *s);
 /* The ticks of /proc/<pid>/stat field 22 of a BPF start_boottime. */
 PROF_HIDDEN uint64_t prof_ticks_of_ns(uint64_t ns);
 
+/* ---- perfmapd's holds on the maps of processes sampled (agenthold.c) ---- */
+
+struct agent_hold;
+
+/* Connect to the agent's hold socket at @path; -errno (-ENOENT: no agent there). */
+PROF_HIDDEN int agent_hold_open(const char *path, struct agent_hold **out);
+PROF_HIDDEN void agent_hold_free(struct agent_hold *h);
+/* Queue a hold or release of (@pid, @start_ticks); @h NULL: nothing. */
+PROF_HIDDEN void agent_hold_add(struct agent_hold *h, pid_t pid, uint64_t start_ticks);
+PROF_HIDDEN void agent_hold_release(struct agent_hold *h, pid_t pid, uint64_t start_ticks);
+/* Send what is queued, without blocking. */
+PROF_HIDDEN void agent_hold_flush(struct agent_hold *h);
+PROF_HIDDEN void agent_hold_stats(const struct agent_hold *h, uint64_t *asked, uint64_t *dropped,
+				  bool *connected);
+
 #endif /* PERFMAP_PROFILE_INTERNAL_H */

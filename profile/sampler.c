@@ -39,6 +39,7 @@ struct tracked {
 	uint64_t final_read;       /* the flush that read it last, + 1 */
 	uint32_t image;            /* its image now: execs since the profile began */
 	bool gone;
+	bool released;             /* gone, its stacks named: perfmapd's hold on it released */
 };
 
 struct perfmap_profile {
@@ -61,6 +62,7 @@ struct perfmap_profile {
 	struct profile_key *key, *next;   /* two keys of the counts map, for walking it */
 	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
 	uint64_t flushes;
+	struct agent_hold *hold;   /* perfmapd's hold socket; NULL: none */
 };
 
 static uint64_t mono_ns(void)
@@ -149,6 +151,8 @@ static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t star
 	for (i = slot_of(p->idx_cap, pid, start_ticks); p->idx[i]; i = (i + 1) % p->idx_cap)
 		;
 	p->idx[i] = ++p->nt;
+	/* Sampled, or about to be: its map is the agent's to keep until its stacks are named. */
+	agent_hold_add(p->hold, pid, start_ticks);
 	return &p->t[p->nt - 1];
 }
 
@@ -305,6 +309,9 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	p->data = data;
 	p->all = opts->all;
 	p->keep_maps = !opts->no_keep_maps;
+	/* No agent there is no error: maps are read as perf reads them. */
+	if (opts->sz > offsetof(struct perfmap_profile_opts, hold_socket) && opts->hold_socket)
+		agent_hold_open(opts->hold_socket, &p->hold);
 	so.map_dir = opts->map_dir;
 	so.archive_dir = opts->archive_dir;
 	so.states_file = opts->states_file;
@@ -399,7 +406,22 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	n = ring_buffer__poll(p->rb, timeout_ms);
 	reread(p);
 	discover(p);
+	agent_hold_flush(p->hold);
 	return n < 0 && n != -EINTR ? n : 0;
+}
+
+/* Processes gone whose stacks were named at this flush: the agent need not keep their maps. */
+static void release_gone(struct perfmap_profile *p)
+{
+	for (size_t i = 0; p->hold && i < p->nt; i++) {
+		struct tracked *t = &p->t[i];
+
+		if (t->gone && !t->released) {
+			agent_hold_release(p->hold, t->pid, t->start_ticks);
+			t->released = true;
+		}
+	}
+	agent_hold_flush(p->hold);
 }
 
 /* Every counted stack to the callback; the counts cleared when @clear. */
@@ -413,6 +435,7 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 	uint64_t count;
 
 	ring_buffer__consume(p->rb);
+	agent_hold_flush(p->hold);
 	/* The latest mappings of each process still there: JIT code made since the last read. */
 	while (!bpf_map_get_next_key(cfd, prev, next)) {
 		struct tracked *t;
@@ -460,6 +483,7 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 	if (clear) {
 		while (!bpf_map_get_next_key(cfd, NULL, next))
 			bpf_map_delete_elem(cfd, next);
+		release_gone(p);
 	}
 	return 0;
 }
@@ -479,6 +503,7 @@ void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profi
 		st->lost_events = p->skel->bss->lost_events;
 	}
 	st->processes = p->nt;
+	agent_hold_stats(p->hold, &st->held, &st->holds_dropped, &st->agent_holds);
 }
 
 struct perfmap_symbolizer *perfmap_profile_symbolizer(struct perfmap_profile *p)
@@ -513,6 +538,8 @@ int perfmap_profile_stop(struct perfmap_profile *p)
 	ring_buffer__free(p->rb);
 	profile_bpf__destroy(p->skel);
 	perfmap_symbolizer_free(p->sym);
+	/* The stacks are named: the connection's end releases every hold. */
+	agent_hold_free(p->hold);
 	free(p->t);
 	free(p->idx);
 	free(p->key);

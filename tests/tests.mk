@@ -26,7 +26,7 @@ FUZZ_SHORT_SECONDS ?= 10
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
-TEST_AGENT_policy := agent/policy.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c \
+TEST_AGENT_policy := agent/policy.c agent/policy_hold.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c \
 	agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
 TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \
@@ -248,7 +248,7 @@ profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS)
 	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
 
 # The library's paths again, under ASan+UBSan (build/asan-agent's perfmapctl); a report fails them.
-PROFILE_TESTS_ASAN ?= split letters fork_child archived_child pprof errors
+PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child pprof errors
 profile-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/profile/run.sh $(ASAN_AGENT) $(PROFILE_TESTS_ASAN)
 

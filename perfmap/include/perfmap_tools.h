@@ -140,6 +140,11 @@ int perfmap__parse_duration(const char *s, uint64_t *out);
  */
 int perfmap__run_paths(const char *run_dir, const char *map_dir, char *lock, char *sock,
 		       size_t len);
+/*
+ * The agent's hold socket beside them ("<run_dir>/tmp.hold"), where
+ * perfmapctl profile asks it to keep the maps of the processes it sampled.
+ */
+int perfmap__hold_path(const char *run_dir, const char *map_dir, char *path, size_t len);
 
 /* ---- a process's mappings, /proc/<pid>/maps (procmaps.c) ---- */
 

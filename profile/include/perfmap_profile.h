@@ -154,6 +154,10 @@ struct perfmap_profile_opts {
 	const char *states_file;
 	uint32_t max_stacks;       /* distinct (process, thread, stack) counted; 0: 16384. Each takes
 				    * some 1.6 KiB of kernel memory, allocated when first seen */
+	const char *hold_socket;   /* perfmapd's hold socket (perfmapctl profile finds it from
+				    * --run-dir): each process sampled is held there, its map kept at
+				    * its path past the retention until its stacks are named (its
+				    * flush, or the stop); NULL, or no agent there: no holds */
 };
 
 struct perfmap_profile_stats {
@@ -161,6 +165,9 @@ struct perfmap_profile_stats {
 	uint64_t lost_keys;        /* not counted: more distinct stacks than max_stacks */
 	uint64_t lost_events;      /* process events lost: mappings of those read late or not */
 	uint64_t processes;        /* distinct processes sampled */
+	uint64_t held;             /* processes perfmapd was asked to hold (hold_socket) */
+	uint64_t holds_dropped;    /* holds not asked: the queue to the agent was full */
+	bool agent_holds;          /* the agent's hold socket is connected */
 };
 
 struct perfmap_profile;

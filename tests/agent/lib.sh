@@ -158,6 +158,13 @@ status_of() {
 	"$BUILD/perfmapctl" status --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} |
 		awk -v k="$2:" '$1 == k { print $2 }'
 }
+# ge A B: A (empty: 0) >= B. status_is / status_ge MAP_DIR KEY VALUE: read afresh at each poll of wait_for.
+ge() { [ "${1:-0}" -ge "$2" ]; }
+status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
+status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
+# alive PID: there and not a zombie; gone PID: not.
+alive() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+gone() { ! alive "$1"; }
 
 # A fresh sticky, world-writable map directory, like /tmp.
 new_map_dir() {

@@ -62,14 +62,10 @@ map_has() { [ "$(grep -c " $2_" "$1" 2>/dev/null)" = "$3" ]; }
 lacks() { ! grep -qs "$2" "$1"; }
 # archived ARCHIVE PID PATTERN: an archived map of PID holds PATTERN.
 archived() { grep -qs "$3" "$1"/perf-"$2"-*.map; }
-# ge A B
-ge() { [ "${1:-0}" -ge "$2" ]; }
 # Processes the agent at MAP_DIR placed in another namespace: mirrored, or left alone.
 ns_seen() { echo $(( $(status_of "$1" ns_mirrored_processes) + $(status_of "$1" foreign_namespace_processes) )); }
 ns_seen_ge() { ge "$(ns_seen "$1")" "$2"; }
-# Conditions read afresh at each poll of wait_for.
-status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
-status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
+# Conditions read afresh at each poll of wait_for (status_is, status_ge: lib.sh).
 lines_are() { [ "$(grep -c "$2" "$1")" = "$3" ]; }
 
 # start_scenario NAME LABEL [ARGS...]: a fresh map directory in the caller's $d, its

@@ -156,16 +156,11 @@ nspid_of() { awk '$1 == "NSpid:" { $1 = ""; print substr($0, 2) }' "/proc/$1/sta
 inner_nspid_of() { awk '$1 == "NSpid:" { print $NF }' "/proc/$1/status" 2>/dev/null; }
 uid_gid_of() { awk '$1 == "Uid:" { u = $2 } $1 == "Gid:" { g = $2 } END { print u ":" g }' "/proc/$1/status"; }
 owner_of() { stat -c '%u:%g' "$1" 2>/dev/null; }
-alive() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
-gone() { ! alive "$1"; }
 same_inode() { [ "$(stat -L -c '%d:%i' "$1")" = "$(stat -L -c '%d:%i' "$2")" ]; }
 # same_map A B: both exist, non-empty, byte for byte equal.
 same_map() { [ -s "$1" ] && cmp -s "$1" "$2"; }
 # map_has FILE PREFIX N: FILE holds exactly N entries named PREFIX_*.
 map_has() { [ "$(grep -c " $2_" "$1" 2>/dev/null)" = "$3" ]; }
-ge() { [ "${1:-0}" -ge "$2" ]; }
-status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
-status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
 # status_sum_gt MAP_DIR KEY1 KEY2 N: KEY1 + KEY2 > N.
 status_sum_gt() {
 	local x y

@@ -200,6 +200,72 @@ test_archived_child() {
 	stop_agent || fail "archived_child: perfmapd exited non-zero"
 }
 
+# With the agent at the profiler's --run-dir, the profiler holds each process
+# it samples: the child's map stays at its path past its 1 s retention until
+# the report names it, though the profiler neither keeps maps nor reads the
+# archive; then it goes to the archive. A profiler killed with -9 holds
+# nothing; no one but root may hold.
+test_held_child() {
+	local m out=$WORK/held pid c p1 ok
+	m=$(new_maps)
+	agent_on "$m" --retention 1 || { fail "held_child: perfmapd did not start"; return; }
+	RUN_DIR=$WORK/run
+	"$SPLIT" --dir "$m" --child --fork-delay-ms 500 --child-run-ms 1500 --after-ms 9000 \
+		--wait-map-ms 5000 >"$WORK/held.jit" &
+	pid=$!
+	PIDS+=("$pid")
+	wait_for 5 grep -q "^pid " "$WORK/held.jit"
+	"$CTL" profile -j v -d 7 -p "$pid" --map-dir "$m" --run-dir "$WORK/run" --archive-dir "$WORK/nowhere" \
+		--no-keep-maps >"$out" 2>"$out.err" &
+	p1=$!
+	PIDS+=("$p1")
+	check "held_child: the agent has a holder" wait_for 5 status_is "$m" holders 1
+	wait_for 10 grep -q "^child " "$WORK/held.jit"
+	c=$(awk '/^child / { print $2 }' "$WORK/held.jit")
+	wait_for 10 gone "$c"
+	check "held_child: the child's map is kept past its 1 s retention for the profiler (status: held_past_retention)" \
+		eval 'wait_for 10 status_ge "$m" held_past_retention 1 && [ -e "$m/perf-$c.map" ] && ! ls "$ARCH"/perf-"$c"-*.map >/dev/null 2>&1'
+	check "held_child: the parent and the child are held ($(status_of "$m" held_processes))" status_ge "$m" held_processes 2
+	wait "$p1"
+	check "held_child: the report names the child's samples from its path, no archive read ($(grep JIT "$out" | head -1))" \
+		eval 'hot=$(awk '"'"'/JIT code$/ && !/Unnamed/ { sub("%", "", $1); print $1 }'"'"' "$out"); [ "${hot:-0}" -ge 80 ]' ||
+		sed 's/^/    /' "$out.err"
+	check "held_child: the report written, the child's map goes to the archive" \
+		wait_for 10 eval 'ls "$ARCH"/perf-"$c"-*.map >/dev/null 2>&1 && [ ! -e "$m/perf-$c.map" ]'
+	check "held_child: and nothing is held ($(status_of "$m" holders) holders, $(status_of "$m" held_processes) held)" \
+		eval 'status_is "$m" holders 0 && status_is "$m" held_processes 0'
+	"$CTL" profile -d 60 -p "$pid" --map-dir "$m" --run-dir "$WORK/run" >/dev/null 2>&1 &
+	p1=$!
+	PIDS+=("$p1")
+	wait_for 5 status_ge "$m" held_processes 2
+	kill -9 "$p1"
+	wait "$p1" 2>/dev/null
+	check "held_child: a profiler killed with -9 holds nothing" \
+		wait_for 5 eval 'status_is "$m" holders 0 && status_is "$m" held_processes 0'
+	ok=$(setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/python3 -c '
+import glob, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(glob.glob(sys.argv[1] + "/*.hold")[0])
+    print("connected")
+except OSError as e:
+    print(e.strerror)' "$WORK/run" 2>&1)
+	check "held_child: uid 65534 cannot reach the hold socket ($ok)" test "$ok" = "Permission denied"
+	ok=$(/usr/bin/python3 -c '
+import glob, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(glob.glob(sys.argv[1] + "/*.hold")[0])
+s.settimeout(5)
+s.sendall(b"hold 1 2 3 4\n")
+print("closed" if s.recv(1) == b"" else "open")' "$WORK/run" 2>&1)
+	check "held_child: a line that is no request closes its connection ($ok), counted" \
+		eval '[ "$ok" = closed ] && status_is "$m" hold_bad_requests 1'
+	check "held_child: the agent said it kept the child's map for the profiler" \
+		grep -q "exit $c: .*stays past its retention: a profiler holds it" "$AGENT_LOG"
+	wait "$pid"
+	stop_agent || fail "held_child: perfmapd exited non-zero"
+}
+
 # Any user can make /tmp/perf-<pid>.map for another user's JIT: the profiler,
 # root, names that code with no map of another owner (it reads what the
 # process's own uid owns, as perfmapd and its doctor do).

@@ -135,8 +135,6 @@ judged() {
 	[ "$(LC_ALL=C grep -cE "[ (]$1 -> |/perf-$1\.map" "$AGENT_LOG")" -ge "$2" ]
 }
 
-ge() { [ "${1:-0}" -ge "$2" ]; }
-status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
 du_bytes() { du -s -B1 "$1" | cut -f1; }
 vm_hwm_kb() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$AGENT_PID/status"; }
 archived_pid() { ls "$a"/perf-"$1"-*.map >/dev/null 2>&1; }

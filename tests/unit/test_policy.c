@@ -17,6 +17,7 @@
 #include "perfmap.h"
 #include "log.h"
 #include "policy.h"
+#include "retention.h"
 #include "testutil.h"
 
 #define NPIDS 64
@@ -1158,6 +1159,84 @@ static void test_exit_keeps_the_map_for_the_retention_then_archives(void **state
 	tick(exited + 600 * SEC);
 	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
 	assert_int_equal(policy__retained(P), 0);
+}
+
+/* A profiler's hold keeps an exited map at its path past the retention, until released. */
+static void test_exit_held_map_stays_until_released(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	assert_int_equal(policy__hold(P, 30, 1 * SEC / TICK), 0);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	tick(due);
+	tick(due + 3600 * SEC);
+	assert_true(F.map[30].exists);
+	assert_int_equal(F.archive_calls, 0);
+	assert_int_equal(stats()->held_past_retention, 1);
+	policy__release(P, 30, 1 * SEC / TICK);
+	assert_int_equal(policy__held(P), 0);
+	/* Looked at again within RETRY_HELD_NS of the release. */
+	tick(due + 3600 * SEC + RETRY_HELD_NS);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(policy__retained(P), 0);
+}
+
+/* A hold names a process: another at the same pid is not held, nor is a hold without a start. */
+static void test_hold_of_another_process_at_the_pid_keeps_nothing(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	assert_int_equal(policy__hold(P, 30, 7 * SEC / TICK), 0);
+	assert_int_equal(policy__hold(P, 30, 0), -EINVAL);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	tick(due);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+	assert_int_equal(stats()->held_past_retention, 0);
+}
+
+/* Two holders: the map stays until both released; a release of no hold changes nothing. */
+static void test_hold_lasts_while_any_holder_holds(void **state)
+{
+	uint64_t due;
+
+	(void)state;
+	fork_at(30, 1, 1 * SEC, 0);
+	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
+	assert_int_equal(policy__hold(P, 30, 1 * SEC / TICK), 0);
+	assert_int_equal(policy__hold(P, 30, 1 * SEC / TICK), 0);
+	policy__release(P, 30, 9 * SEC / TICK);
+	policy__release(P, 31, 1 * SEC / TICK);
+	exit_at(30, 1 * SEC, 20 * SEC);
+	due = F.now + 600 * SEC;
+	policy__release(P, 30, 1 * SEC / TICK);
+	tick(due + 5 * SEC);
+	assert_true(F.map[30].exists);
+	policy__release(P, 30, 1 * SEC / TICK);
+	tick(due + 5 * SEC + RETRY_HELD_NS);
+	assert_int_equal(F.archived[30], 1 + ARCHIVE_EXIT);
+}
+
+/* At most HELD_MAX processes are held: more are refused and counted. */
+static void test_holds_are_bounded(void **state)
+{
+	(void)state;
+	for (pid_t pid = 1; pid <= HELD_MAX; pid++)
+		assert_int_equal(policy__hold(P, pid, 5), 0);
+	assert_int_equal(policy__hold(P, HELD_MAX + 1, 5), -ENOSPC);
+	assert_int_equal(stats()->holds_refused, 1);
+	/* Another hold of one held already takes no room. */
+	assert_int_equal(policy__hold(P, 1, 5), 0);
+	policy__release(P, 2, 5);
+	assert_int_equal(policy__hold(P, HELD_MAX + 1, 5), 0);
+	assert_int_equal(policy__held(P), HELD_MAX);
 }
 
 static void test_exit_busy_map_waits_ten_seconds_more(void **state)
@@ -2475,6 +2554,10 @@ int main(void)
 		T(test_exec_busy_is_retried_within_milliseconds),
 		T(test_exec_busy_for_good_is_left_to_the_new_image),
 		T(test_exit_keeps_the_map_for_the_retention_then_archives),
+		T(test_exit_held_map_stays_until_released),
+		T(test_hold_of_another_process_at_the_pid_keeps_nothing),
+		T(test_hold_lasts_while_any_holder_holds),
+		T(test_holds_are_bounded),
 		T(test_exit_busy_map_waits_ten_seconds_more),
 		T(test_exit_map_waits_while_the_archive_is_full),
 		T(test_exec_move_is_retried_while_the_archive_is_full),

@@ -44,6 +44,11 @@ static void test_tmp_is_tmp(void **state)
 	assert_string_equal(sock, "/run/perfmapd/tmp.sock");
 	paths("/", lock, sock);
 	assert_string_equal(lock, "/run/perfmapd/root.lock");
+	assert_int_equal(perfmap__hold_path("/run/perfmapd", "/tmp", sock, PATH_MAX), 0);
+	assert_string_equal(sock, "/run/perfmapd/tmp.hold");
+	/* Too long for a socket's name: refused, as the status socket's is. */
+	assert_int_equal(perfmap__hold_path("/run/perfmapd/a-run-directory-whose-name-is-far-too-long-for-any-unix-socket-to-be-named-in-it-even-a-short-one",
+					    "/tmp", sock, PATH_MAX), -ENAMETOOLONG);
 }
 
 /* Names that escape alike must still differ: "/x/a-b" against "/x/a/b", short and long. */

@@ -1,0 +1,137 @@
+/*
+ * The profiler's side of perfmapd's hold socket (agent/hold.c): each
+ * process it samples is held, so that the agent keeps its map at its path
+ * past the retention until the stacks are named; a process gone by then is
+ * released. Requests are queued and sent without blocking (an agent that
+ * stops reading never stops the sampler); the connection's end releases
+ * everything, so a profiler killed with -9 holds nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define QUEUE_MAX (1u << 20)   /* bytes of requests not yet sent; more are dropped, counted */
+
+struct agent_hold {
+	int fd;
+	char *q;
+	size_t len, cap;
+	uint64_t asked, dropped;
+};
+
+int agent_hold_open(const char *path, struct agent_hold **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct agent_hold *h;
+
+	*out = NULL;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (h->fd < 0 || connect(h->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int err = -errno;
+
+		agent_hold_free(h);
+		return err;
+	}
+	*out = h;
+	return 0;
+}
+
+void agent_hold_free(struct agent_hold *h)
+{
+	if (!h)
+		return;
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h->q);
+	free(h);
+}
+
+/* The agent went away: nothing more is held or sent. */
+static void lost(struct agent_hold *h)
+{
+	close(h->fd);
+	h->fd = -1;
+	h->len = 0;
+}
+
+void agent_hold_flush(struct agent_hold *h)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	if (!h || h->fd < 0)
+		return;
+	while (off < h->len) {
+		n = send(h->fd, h->q + off, h->len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			lost(h);
+			return;
+		}
+		off += (size_t)n;
+	}
+	memmove(h->q, h->q + off, h->len - off);
+	h->len -= off;
+}
+
+static void say(struct agent_hold *h, const char *verb, pid_t pid, uint64_t start_ticks)
+{
+	char line[64];
+	int n;
+
+	if (!h || h->fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%s %d %llu\n", verb, (int)pid,
+		     (unsigned long long)start_ticks);
+	if (h->len + (size_t)n > h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 4096;
+		char *q;
+
+		if (cap > QUEUE_MAX || !(q = realloc(h->q, cap))) {
+			h->dropped++;
+			return;
+		}
+		h->q = q;
+		h->cap = cap;
+	}
+	memcpy(h->q + h->len, line, (size_t)n);
+	h->len += (size_t)n;
+	if (verb[0] == 'h')
+		h->asked++;
+	/* Most requests go at once: the queue stays short. */
+	if (h->len >= 4096)
+		agent_hold_flush(h);
+}
+
+void agent_hold_add(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
+{
+	say(h, "hold", pid, start_ticks);
+}
+
+void agent_hold_release(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
+{
+	say(h, "release", pid, start_ticks);
+}
+
+void agent_hold_stats(const struct agent_hold *h, uint64_t *asked, uint64_t *dropped, bool *connected)
+{
+	*asked = h ? h->asked : 0;
+	*dropped = h ? h->dropped : 0;
+	*connected = h && h->fd >= 0;
+}

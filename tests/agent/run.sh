@@ -19,6 +19,13 @@ shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /var/tmp/perfmapd-test.XXXXXX)
 . "$HERE/lib.sh"
+# Every agent's lock and sockets in a run directory of this run's own, removed
+# with $WORK (an agent's lock file outlives it by design: in /run/perfmapd, one
+# was left per map directory of every run), unless the caller chose one.
+if [ -z "${RUN_DIR:-}" ]; then
+	RUN_DIR=$WORK/run
+	PERFMAPD_TEST_AGENT_ARGS="--run-dir $RUN_DIR ${PERFMAPD_TEST_AGENT_ARGS:-}"
+fi
 
 FORKJIT=$BUILD/tests/forkjit
 PIDAT=$BUILD/tests/pidat
@@ -85,19 +92,20 @@ start_scenario() {
 test_instance() {
 	local d out rc
 	d=$(new_map_dir)
-	out=$("$BUILD/perfmapctl" status --map-dir "$d" 2>&1)
+	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" 2>&1)
 	rc=$?
 	check "instance: perfmapctl status without an agent exits 2 and says so" \
 		eval '[ $rc = 2 ] && grep -q "no perfmapd is running for $d" <<<"$out"'
 	start_agent "$WORK/inst1.log" --map-dir "$d" --archive-dir "$WORK/archive-inst" || {
 		fail "instance: perfmapd did not start"; return; }
-	out=$(timeout 10 "$BUILD/perfmapd" --map-dir "$d" --archive-dir "$WORK/archive-inst" 2>&1)
+	# shellcheck disable=SC2086 # words of options
+	out=$(timeout 10 "$BUILD/perfmapd" ${PERFMAPD_TEST_AGENT_ARGS:-} --map-dir "$d" --archive-dir "$WORK/archive-inst" 2>&1)
 	rc=$?
 	check "instance: a second agent on the same directory refuses: '$out'" \
 		eval '[ $rc = 1 ] && grep -q "another perfmapd (pid $AGENT_PID) already manages" <<<"$out"'
 	check "instance: status comes from the running agent" \
 		test "$(status_of "$d" pid)" = "$AGENT_PID"
-	out=$("$BUILD/perfmapctl" status --map-dir "$d" --json)
+	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" --json)
 	check "instance: status --json is one object with numbers, booleans and strings" \
 		python3 -c 'import json,sys; o = json.loads(sys.argv[1]); sys.exit(not (o["pid"] == int(sys.argv[2]) and o["dry_run"] is False and o["map_index"] == "exact" and isinstance(o["ambiguous_kept"], int)))' \
 		"$out" "$AGENT_PID"
@@ -1161,7 +1169,7 @@ PY
 	stop_agent || fail "metrics: perfmapd exited non-zero"
 }
 
-jit_line() { "$BUILD/perfmapctl" status --map-dir "$1" | grep "^jit_$2: "; }
+jit_line() { "$BUILD/perfmapctl" status --map-dir "$1" --run-dir "$RUN_DIR" | grep "^jit_$2: "; }
 jit_lost() { jit_line "$1" "$2" | grep -q " lost=$3\$"; }
 
 # Processes running JIT code with no map: counted and said once each, from
@@ -1192,7 +1200,7 @@ test_lost_symbols() {
 	check "lost_symbols: a JIT whose map is not in /tmp is said to lose its symbols" \
 		wait_for 10 grep -q "lost symbols: $lost (forkjit) runs 4 KiB of JIT code in 1 executable regions and has no /tmp/perf-$lost.map" "$AGENT_LOG"
 	check "lost_symbols: status lists it lost" jit_lost "$d" "$lost" yes
-	"$BUILD/perfmapctl" doctor --json "$lost" >"$WORK/lost-doctor.json"
+	"$BUILD/perfmapctl" doctor --json --run-dir "$RUN_DIR" "$lost" >"$WORK/lost-doctor.json"
 	rc=$?
 	check "lost_symbols: perfmapctl doctor, with the agent, exits 1 and says no_map, the agent's lost=yes and its source" \
 		eval '[ $rc = 1 ] && python3 -c "

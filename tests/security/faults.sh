@@ -454,10 +454,11 @@ $temps temporary file(s) in the archive"
 
 # The load held: 4 JIT parents with maps of 200 entries each fork 100
 # children a second for 10 s (400 forks/s; docs/reliability.md has the
-# highest rates measured); every child looks once, 1 s after its fork, for
-# its complete map.
+# highest rates measured); every child looks for its complete map 1 s after
+# its fork, and again until it finds it (60 s at most): none is lost, however
+# late a loaded machine makes it (said, not asserted).
 test_load() {
-	local d=$WORK/load a=$WORK/archive-load log=$WORK/load.log pids=() p i forks missing
+	local d=$WORK/load a=$WORK/archive-load log=$WORK/load.log pids=() p i forks missing late
 	mkdir -p "$d" && chmod 1777 "$d"
 	agent "$d" "$a" "$log" --retention 1h || { fail "load: perfmapd did not start"; return; }
 	for i in 1 2 3 4; do
@@ -468,9 +469,12 @@ test_load() {
 	for p in "${pids[@]}"; do
 		wait "$p"
 	done
-	read -r forks missing < <(cat "$WORK"/load.*.out | awk '$1 == "forks" { f += $2; m += $6 } END { print f + 0, m + 0 }')
+	read -r forks missing late < <(cat "$WORK"/load.*.out |
+		awk '$1 == "forks" { f += $2; m += $6; l += $8 } END { print f + 0, m + 0, l + 0 }')
 	check "load: 4 parents forked 400 times a second for 10 s ($forks forks)" test "$forks" -ge 3600
-	check "load: no child missed its parent's map 1 s after its fork ($missing missing)" test "$missing" = 0
+	# How late is make bench's to measure: a loaded machine makes any deadline here flaky.
+	check "load: every child got its parent's map ($missing missing; $late found it only after 1 s)" \
+		test "$missing" = 0
 	check "load: no event dropped ($(status_of "$d" events_dropped))" test "$(status_of "$d" events_dropped)" = 0
 	check "load: the agent is alive and answers" agent_answers "$d"
 	stop_agent || fail "load: perfmapd exited non-zero"

@@ -487,6 +487,12 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 		if (err)
 			ctl_error("profile: %s: %s", path, strerror(-err));
 		say_unnamed(r);
+		/* A line a period, for the journal of a profiler that runs for days. */
+		perfmap_profile_stats(p, &r->stats);
+		if (!err)
+			fprintf(stderr, "perfmapctl: profile: %s: %llu samples; %llu processes followed now, %llu since the start\n",
+				path, (unsigned long long)r->total, (unsigned long long)r->stats.tracked,
+				(unsigned long long)r->stats.processes);
 	}
 	samples_reset(r);
 	*start_ns = real_ns();

@@ -56,6 +56,8 @@ PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t star
 /* The same, made when missing (@image PSNAP_LATEST: the latest, or image 0). */
 PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks,
 				     uint32_t image);
+/* Free every image read of (@pid, @start_ticks); the bytes of the perf maps they held. */
+PROF_HIDDEN uint64_t psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
 PROF_HIDDEN int psnap_read(struct psnap *s);
 PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);

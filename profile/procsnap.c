@@ -280,6 +280,33 @@ const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr)
 	return NULL;
 }
 
+static void psnap_free(struct psnap *s)
+{
+	vmas_clear(s);
+	jitmap_free(s->jit);
+	free(s->exe);
+	free(s->cgroup);
+	free(s);
+}
+
+uint64_t psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap **pp = &t->bucket[bucket_of(pid)], *s;
+	uint64_t bytes = 0;
+
+	while ((s = *pp)) {
+		if (s->pid != pid || s->start_ticks != start_ticks) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		bytes += s->jit ? jitmap_bytes(s->jit) : 0;
+		psnap_free(s);
+		t->count--;
+	}
+	return bytes;
+}
+
 void psnaps_free(struct psnaps *t)
 {
 	struct psnap *s, *next;
@@ -289,11 +316,7 @@ void psnaps_free(struct psnaps *t)
 	for (size_t b = 0; b < sizeof(t->bucket) / sizeof(t->bucket[0]); b++) {
 		for (s = t->bucket[b]; s; s = next) {
 			next = s->next;
-			vmas_clear(s);
-			jitmap_free(s->jit);
-			free(s->exe);
-			free(s->cgroup);
-			free(s);
+			psnap_free(s);
 		}
 		t->bucket[b] = NULL;
 	}

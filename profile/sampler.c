@@ -39,7 +39,6 @@ struct tracked {
 	uint64_t final_read;       /* the flush that read it last, + 1 */
 	uint32_t image;            /* its image now: execs since the profile began */
 	bool gone;
-	bool released;             /* gone, its stacks named: perfmapd's hold on it released */
 };
 
 struct perfmap_profile {
@@ -62,6 +61,7 @@ struct perfmap_profile {
 	struct profile_key *key, *next;   /* two keys of the counts map, for walking it */
 	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
 	uint64_t flushes;
+	uint64_t seen;             /* processes tracked since the start, those forgotten too */
 	struct agent_hold *hold;   /* perfmapd's hold socket; NULL: none */
 };
 
@@ -110,19 +110,27 @@ static struct tracked *tracked_find(const struct perfmap_profile *p, pid_t pid, 
 	return NULL;
 }
 
-/* The index of @p->t by (pid, start), at most half full: rebuilt when it grows. */
-static int index_grow(struct perfmap_profile *p)
+/* @p->t's entries into @idx, an index of @cap slots: at most half full. */
+static void index_fill(const struct perfmap_profile *p, size_t *idx, size_t cap)
 {
-	size_t cap = p->idx_cap ? p->idx_cap * 2 : 256, i, k;
-	size_t *idx = calloc(cap, sizeof(*idx));
+	size_t i;
 
-	if (!idx)
-		return -ENOMEM;
-	for (k = 0; k < p->nt; k++) {
+	for (size_t k = 0; k < p->nt; k++) {
 		for (i = slot_of(cap, p->t[k].pid, p->t[k].start_ticks); idx[i]; i = (i + 1) % cap)
 			;
 		idx[i] = k + 1;
 	}
+}
+
+/* The index of @p->t by (pid, start), rebuilt twice as large when it would be more than half full. */
+static int index_grow(struct perfmap_profile *p)
+{
+	size_t cap = p->idx_cap ? p->idx_cap * 2 : 256;
+	size_t *idx = calloc(cap, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	index_fill(p, idx, cap);
 	free(p->idx);
 	p->idx = idx;
 	p->idx_cap = cap;
@@ -151,6 +159,7 @@ static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t star
 	for (i = slot_of(p->idx_cap, pid, start_ticks); p->idx[i]; i = (i + 1) % p->idx_cap)
 		;
 	p->idx[i] = ++p->nt;
+	p->seen++;
 	/* Sampled, or about to be: its map is the agent's to keep until its stacks are named. */
 	agent_hold_add(p->hold, pid, start_ticks);
 	return &p->t[p->nt - 1];
@@ -410,17 +419,36 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	return n < 0 && n != -EINTR ? n : 0;
 }
 
-/* Processes gone whose stacks were named at this flush: the agent need not keep their maps. */
-static void release_gone(struct perfmap_profile *p)
+/*
+ * Processes gone whose stacks were named at this flush: the agent need not
+ * keep their maps, nor the profile what it read of them. A profile per
+ * period for days (--every) holds only the processes that live.
+ */
+static void forget_gone(struct perfmap_profile *p)
 {
-	for (size_t i = 0; p->hold && i < p->nt; i++) {
+	size_t kept = 0, *idx;
+
+	agent_hold_flush(p->hold);
+	if (!p->idx_cap)
+		return;
+	/* The new index first: without memory nothing is forgotten now, and a later flush does it. */
+	idx = calloc(p->idx_cap, sizeof(*idx));
+	if (!idx)
+		return;
+	for (size_t i = 0; i < p->nt; i++) {
 		struct tracked *t = &p->t[i];
 
-		if (t->gone && !t->released) {
-			agent_hold_release(p->hold, t->pid, t->start_ticks);
-			t->released = true;
+		if (!t->gone) {
+			p->t[kept++] = *t;
+			continue;
 		}
+		agent_hold_release(p->hold, t->pid, t->start_ticks);
+		symbolizer_forget(p->sym, t->pid, t->start_ticks);
 	}
+	p->nt = kept;
+	index_fill(p, idx, p->idx_cap);
+	free(p->idx);
+	p->idx = idx;
 	agent_hold_flush(p->hold);
 }
 
@@ -483,7 +511,7 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 	if (clear) {
 		while (!bpf_map_get_next_key(cfd, NULL, next))
 			bpf_map_delete_elem(cfd, next);
-		release_gone(p);
+		forget_gone(p);
 	}
 	return 0;
 }
@@ -502,7 +530,8 @@ void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profi
 		st->lost_keys = p->skel->bss->lost_keys;
 		st->lost_events = p->skel->bss->lost_events;
 	}
-	st->processes = p->nt;
+	st->processes = p->seen;
+	st->tracked = p->nt;
 	agent_hold_stats(p->hold, &st->held, &st->holds_dropped, &st->agent_holds);
 }
 

@@ -338,6 +338,13 @@ int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_
 	return ps->jit ? 0 : -ENOENT;
 }
 
+void symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+{
+	uint64_t freed = psnaps_forget(&s->procs, pid, start_ticks);
+
+	s->map_bytes -= freed < s->map_bytes ? freed : s->map_bytes;
+}
+
 int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			       struct perfmap_process *out)
 {

@@ -38,6 +38,12 @@ PROF_HIDDEN int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uin
 /* A fork seen, its child not read (-a: its parent's mappings name it until it is sampled). */
 PROF_HIDDEN int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				  pid_t ppid);
+/*
+ * (@pid, @start_ticks) is gone and its stacks named: what was read of it is
+ * freed (a profile that runs for days keeps only the processes it may still
+ * have to name).
+ */
+PROF_HIDDEN void symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
 /* @str kept for the symbolizer's life, once per content; NULL without memory. */
 PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
 

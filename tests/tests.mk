@@ -248,7 +248,7 @@ profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS)
 	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
 
 # The library's paths again, under ASan+UBSan (build/asan-agent's perfmapctl); a report fails them.
-PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child pprof errors
+PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child every_forgets pprof errors
 profile-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/profile/run.sh $(ASAN_AGENT) $(PROFILE_TESTS_ASAN)
 

@@ -164,10 +164,12 @@ struct perfmap_profile_stats {
 	uint64_t samples;          /* counted */
 	uint64_t lost_keys;        /* not counted: more distinct stacks than max_stacks */
 	uint64_t lost_events;      /* process events lost: mappings of those read late or not */
-	uint64_t processes;        /* distinct processes sampled */
+	uint64_t processes;        /* distinct processes followed since the start */
 	uint64_t held;             /* processes perfmapd was asked to hold (hold_socket) */
 	uint64_t holds_dropped;    /* holds not asked: the queue to the agent was full */
 	bool agent_holds;          /* the agent's hold socket is connected */
+	uint64_t tracked;          /* processes followed now: those gone are forgotten once a
+				    * flush has named their stacks */
 };
 
 struct perfmap_profile;

@@ -266,6 +266,27 @@ print("closed" if s.recv(1) == b"" else "open")' "$WORK/run" 2>&1)
 	stop_agent || fail "held_child: perfmapd exited non-zero"
 }
 
+# --every for days must not grow with every process it ever saw: a command
+# runs 300 short processes, then a JIT for 3 s; once a period has named the
+# short ones' stacks they are forgotten (and their holds released), and the
+# last periods follow only what lives.
+test_every_forgets() {
+	local dir=$WORK/forget last now since
+	mkdir -p "$dir"
+	profile "$dir/out" --every 1 -o "$dir/p.folded" -j G --map-dir "$dir" -- sh -c \
+		'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done; exec "$0" --dir "$1" --run-ms 3000' \
+		"$SPLIT" "$dir"
+	last=$(grep "processes followed now" "$dir/out.err" | tail -n 1)
+	now=$(sed -n 's/.* \([0-9]*\) processes followed now.*/\1/p' <<<"$last")
+	since=$(sed -n 's/.*now, \([0-9]*\) since the start.*/\1/p' <<<"$last")
+	check "every_forgets: a line per period says what it follows ($(grep -c "processes followed now" "$dir/out.err") lines)" \
+		test "$(grep -c "processes followed now" "$dir/out.err")" -ge 2
+	check "every_forgets: the last period follows the JIT alone, not the 300 gone ($last)" \
+		eval '[ -n "$now" ] && [ "$now" -le 2 ] && [ "${since:-0}" -ge 301 ]'
+	check "every_forgets: and still names the JIT (split_hot in its last period's file)" \
+		eval 'grep -l split_hot "$dir"/p-*.folded >/dev/null'
+}
+
 # Any user can make /tmp/perf-<pid>.map for another user's JIT: the profiler,
 # root, names that code with no map of another owner (it reads what the
 # process's own uid owns, as perfmapd and its doctor do).

@@ -4,7 +4,8 @@
  * events (fork, exec, exit of profiled processes) come over a ring buffer:
  * their mappings are read at once and again while they load libraries and
  * make JIT code, so that a process gone by the report is still named. At a
- * flush the counts are read, handed to the callback, and cleared.
+ * flush the samples turn to the other of two count maps, and the first is
+ * read, handed to the callback, and cleared.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -58,7 +59,8 @@ struct perfmap_profile {
 	size_t idx_cap;
 	struct perfmap_profile_stats stats;
 	uint64_t *ips;
-	struct profile_key *key, *next;   /* two keys of the counts map, for walking it */
+	struct profile_key *key, *next;   /* two keys of a counts map, for walking it */
+	uint32_t period;           /* which counts map the samples go to now (profile.bpf.c) */
 	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
 	uint64_t flushes;
 	uint64_t seen;             /* processes tracked since the start, those forgotten too */
@@ -342,7 +344,8 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	max = opts->max_stacks ? opts->max_stacks : STACKS_DEFAULT;
 	p->skel->rodata->all_tasks = opts->all;
 	p->skel->rodata->kernel_stacks = !opts->no_kernel;
-	bpf_map__set_max_entries(p->skel->maps.counts, max);
+	bpf_map__set_max_entries(p->skel->maps.counts0, max);
+	bpf_map__set_max_entries(p->skel->maps.counts1, max);
 	err = profile_bpf__load(p->skel);
 	if (err)
 		goto fail;
@@ -378,9 +381,15 @@ int perfmap_profile_fd(const struct perfmap_profile *p)
  * Processes in the counts that nothing told of: with -a, every process
  * that ran before the start. Read while they are there, and kept up.
  */
+/* The counts map of @period's parity. */
+static int counts_fd(const struct perfmap_profile *p, uint32_t period)
+{
+	return bpf_map__fd(period & 1 ? p->skel->maps.counts1 : p->skel->maps.counts0);
+}
+
 static void discover(struct perfmap_profile *p)
 {
-	int cfd = bpf_map__fd(p->skel->maps.counts);
+	int cfd = counts_fd(p, p->period);
 	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
 	uint64_t now = mono_ns(), ticks;
 	struct tracked *t;
@@ -452,10 +461,9 @@ static void forget_gone(struct perfmap_profile *p)
 	agent_hold_flush(p->hold);
 }
 
-/* Every counted stack to the callback; the counts cleared when @clear. */
-static int hand_out(struct perfmap_profile *p, bool clear)
+/* Every stack counted in @cfd to the callback; the counts cleared when @clear. */
+static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 {
-	int cfd = bpf_map__fd(p->skel->maps.counts);
 	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
 	struct perfmap_profile_stack st;
 	char comm[PROFILE_COMM_LEN + 1];
@@ -518,9 +526,19 @@ static int hand_out(struct perfmap_profile *p, bool clear)
 
 int perfmap_profile_flush(struct perfmap_profile *p)
 {
+	uint32_t old;
+
 	if (!p || !p->skel)
 		return -EINVAL;
-	return hand_out(p, true);
+	/*
+	 * The samples go to the other map from now on: this one is read and
+	 * cleared with no sample lost between. A sample that read the old
+	 * period just before has long been counted by the time the reading,
+	 * which looks at /proc first, gets to its key.
+	 */
+	old = p->period++;
+	__atomic_store_n(&p->skel->bss->period, p->period, __ATOMIC_SEQ_CST);
+	return hand_out(p, counts_fd(p, old), true);
 }
 
 void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profile_stats *st)
@@ -563,7 +581,7 @@ int perfmap_profile_stop(struct perfmap_profile *p)
 	/* Sampling ends first: the counts read are the profile's last. */
 	detach(p);
 	if (p->skel && p->rb)
-		err = hand_out(p, false);
+		err = hand_out(p, counts_fd(p, p->period), false);
 	ring_buffer__free(p->rb);
 	profile_bpf__destroy(p->skel);
 	perfmap_symbolizer_free(p->sym);

@@ -414,7 +414,12 @@ static uint64_t real_ns(void)
 }
 
 /* @out with @at (UTC) before its extension: host.pb.gz -> host-20261127T011500Z.pb.gz. */
-static void period_path(const char *out, uint64_t at_ns, char *buf, size_t len)
+/*
+ * -o FILE with the period's start (UTC) before its extension, and "-N"
+ * after the time for the Nth name taken already (periods of a second whose
+ * starts fall in one second).
+ */
+static void period_path(const char *out, uint64_t at_ns, unsigned int n, char *buf, size_t len)
 {
 	const char *ext = strstr(out, ".pb.gz");
 	const char *slash = strrchr(out, '/'), *dot = strrchr(out, '.');
@@ -428,15 +433,30 @@ static void period_path(const char *out, uint64_t at_ns, char *buf, size_t len)
 		ext = dot;
 	if (!ext)
 		ext = out + strlen(out);
+	if (n)
+		snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), "-%u", n);
 	snprintf(buf, len, "%.*s-%s%s", (int)(ext - out), out, stamp, ext);
 }
 
-/* The samples gathered since @start_ns, to @path (NULL or "-": standard output); 0 or -errno. */
-static int write_report(const struct prof_run *r, const char *path, uint64_t start_ns)
+/* A period's file name no earlier period of this run took: one is never written over. */
+static void period_path_free(const char *out, uint64_t at_ns, char *buf, size_t len)
+{
+	struct stat st;
+
+	for (unsigned int n = 0; n < 1000; n++) {
+		period_path(out, at_ns, n, buf, len);
+		if (lstat(buf, &st) && errno == ENOENT)
+			return;
+	}
+}
+
+/* The samples of [@start_ns, @end_ns), to @path (NULL or "-": standard output); 0 or -errno. */
+static int write_report(const struct prof_run *r, const char *path, uint64_t start_ns,
+			uint64_t end_ns)
 {
 	struct prof_pprof_info info = {
 		.interval_ns = r->view.interval_ms * 1000000ull, .time_ns = start_ns,
-		.duration_ns = real_ns() - start_ns,
+		.duration_ns = end_ns - start_ns,
 	};
 	FILE *out = stdout;
 	int err;
@@ -475,6 +495,8 @@ static void samples_reset(struct prof_run *r)
 static int write_period(struct perfmap_profile *p, struct prof_run *r, const struct prof_args *a,
 			uint64_t *start_ns)
 {
+	/* The period ends as the samples turn to the other map, not when its stacks are named. */
+	uint64_t end_ns = real_ns();
 	char path[4096];
 	int err;
 
@@ -482,8 +504,8 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 	if (!err && r->failed)
 		err = -ENOMEM;
 	if (!err) {
-		period_path(a->out, *start_ns, path, sizeof(path));
-		err = write_report(r, path, *start_ns);
+		period_path_free(a->out, *start_ns, path, sizeof(path));
+		err = write_report(r, path, *start_ns, end_ns);
 		if (err)
 			ctl_error("profile: %s: %s", path, strerror(-err));
 		say_unnamed(r);
@@ -495,7 +517,7 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 				(unsigned long long)r->stats.processes);
 	}
 	samples_reset(r);
-	*start_ns = real_ns();
+	*start_ns = end_ns;
 	return err;
 }
 
@@ -535,7 +557,7 @@ int cmd_profile(int argc, char **argv)
 	struct perfmap_profile *p;
 	char mode[32];
 	int go_fd = -1, status = 0, err, rc = CTL_ERROR;
-	uint64_t start_ns = real_ns();
+	uint64_t start_ns = real_ns(), end_ns;
 	bool reaped = false;
 	char path[4096], hold_path[PATH_MAX];
 	pid_t child = 0;
@@ -594,14 +616,15 @@ int cmd_profile(int argc, char **argv)
 	if (err)
 		ctl_error("profile: %s", strerror(-err));
 	perfmap_profile_stats(p, &r.stats);
+	end_ns = real_ns();
 	err = perfmap_profile_stop(p);
 	if (err || r.failed) {
 		ctl_error("profile: cannot read the samples: %s", strerror(err ? -err : ENOMEM));
 		goto free_samples;
 	}
 	if (a.every_s)
-		period_path(a.out, start_ns, path, sizeof(path));
-	err = write_report(&r, a.every_s ? path : a.out, start_ns);
+		period_path_free(a.out, start_ns, path, sizeof(path));
+	err = write_report(&r, a.every_s ? path : a.out, start_ns, end_ns);
 	if (err) {
 		ctl_error("profile: cannot write the report%s%s: %s", a.out ? " to " : "",
 			  a.every_s ? path : a.out ? a.out : "", strerror(-err));

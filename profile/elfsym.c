@@ -32,9 +32,25 @@ struct elfmod {
 
 #define MODULES_MAX 4096   /* files read at most: each holds a descriptor and its ELF mapped */
 
+/*
+ * What a (module, file offset) was named: libdwfl's symbol lookup scans the
+ * symbol table each time (gelf_getsym over libc's thousands), and a profile
+ * names the same return addresses over and over. Direct-mapped, a fixed
+ * size in all; the strings are libdwfl's, alive as long as the module.
+ */
+#define CACHE_SLOTS 16384
+
+struct named {
+	const struct elfmod *m;
+	uint64_t file_off, off;
+	const char *name, *src, *comp_dir;
+	int line, err;
+};
+
 struct elfsyms {
 	struct elfmod *mods[256];
 	size_t nmods;
+	struct named *cache;       /* CACHE_SLOTS, made at the first lookup */
 };
 
 /* A lookup in progress reads a file another user may truncate under it: SIGBUS ends it, not us. */
@@ -207,6 +223,7 @@ int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *ope
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
 	struct elfmod *volatile m = mod_get(e, v, open_path);
+	struct named *volatile c;
 	sigjmp_buf jmp;
 	int err;
 
@@ -219,6 +236,17 @@ int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *ope
 		return -ENOMEM;
 	if (!m->dwfl)
 		return -ENOEXEC;
+	if (!e->cache)
+		e->cache = calloc(CACHE_SLOTS, sizeof(*e->cache));
+	c = e->cache ? &e->cache[(((uintptr_t)m >> 4) * 0x9e3779b97f4a7c15ull ^ file_off) % CACHE_SLOTS] : NULL;
+	if (c && c->m == m && c->file_off == file_off) {
+		*name = c->name;
+		*off = c->off;
+		*src = c->src;
+		*comp_dir = c->comp_dir;
+		*line = c->line;
+		return c->err;
+	}
 	/* The module's file is mapped: truncated by its owner, a read faults. It is dropped then. */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, &old);
@@ -237,6 +265,9 @@ int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *ope
 	err = lookup_in(m, file_off, name, off, src, comp_dir, line);
 	bus_jmp = NULL;
 	sigaction(SIGBUS, &old, NULL);
+	if (c)
+		*c = (struct named){ .m = m, .file_off = file_off, .off = *off, .name = *name,
+				     .src = *src, .comp_dir = *comp_dir, .line = *line, .err = err };
 	return err;
 }
 
@@ -255,5 +286,6 @@ void elfsyms_free(struct elfsyms *e)
 			free(m);
 		}
 	}
+	free(e->cache);
 	free(e);
 }

@@ -125,8 +125,10 @@ test_pprof() {
 	profile "$out.run" -j i1 -o "$out.pb.gz" --map-dir "$m" -- "$SPLIT" --dir "$m" --run-ms 2000
 	check "pprof: -o FILE.pb.gz writes a gzipped profile" eval 'gzip -t "$out.pb.gz"'
 	HOME=$WORK GOCACHE=$WORK/gocache GOFLAGS= timeout 120 go tool pprof -top "$out.pb.gz" >"$out.top" 2>&1
-	flat=$(awk '$NF == "split_hot" { sub("%", "", $2); printf "%d", $2 }' "$out.top")
-	check "pprof: go tool pprof -top reads it: split_hot's flat share is 75 +- 5 % (${flat:-none})" \
+	# Of the two functions' samples: the JIT's start-up (exec, the loader) takes more of a loaded machine's.
+	flat=$(awk '$NF == "split_hot" { sub("%", "", $2); h = $2 } $NF == "split_cold" { sub("%", "", $2); c = $2 }
+		END { if (h + c > 0) printf "%d", 100 * h / (h + c) + 0.5 }' "$out.top")
+	check "pprof: go tool pprof -top reads it: split_hot has 75 +- 5 % of the two functions' flat samples (${flat:-none})" \
 		within "$flat" 75 5 || sed 's/^/    /' "$out.top" | head -20
 	check "pprof: its samples are CPU time at the interval (Type: cpu)" grep -q "^Type: cpu" "$out.top"
 	m=$(new_maps)
@@ -294,7 +296,8 @@ test_every_forgets() {
 test_every_keeps_all() {
 	local dir=$WORK/keep pid p1 p2 whole parts
 	mkdir -p "$dir"
-	"$STACKGEN" 8 &
+	# Longer than both profiles, however late a loaded machine starts them; killed after.
+	"$STACKGEN" 60 &
 	pid=$!
 	PIDS+=("$pid")
 	"$CTL" profile -j Gi1 -d 5 -p "$pid" --map-dir "$dir" -o "$dir/whole.folded" 2>"$dir/whole.err" &
@@ -306,7 +309,8 @@ test_every_keeps_all() {
 	parts=$(cat "$dir"/part-*.folded 2>/dev/null | awk '{ s += $NF } END { print s + 0 }')
 	check "every_keeps_all: the periods' files count as many samples as the whole ($parts in $(ls "$dir"/part-*.folded | wc -l) files, $whole in one)" \
 		eval '[ "$whole" -ge 1000 ] && [ $((parts * 100)) -ge $((whole * 97)) ] && [ $((parts * 100)) -le $((whole * 103)) ]'
-	wait "$pid"
+	kill "$pid"
+	wait "$pid" 2>/dev/null
 }
 
 # Any user can make /tmp/perf-<pid>.map for another user's JIT: the profiler,

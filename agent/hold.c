@@ -13,6 +13,7 @@
  * bytes read per connection a wake-up, HELD_MAX processes in all (policy).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,9 @@ struct holder {
 };
 
 struct holds {
-	struct policy *policy;
+	struct policy *policy;     /* NULL until holds__attach(): nothing is read before */
 	int sock_fd, epfd;
+	bool paused;               /* out of fds: not accepting until the next tick */
 	struct holder c[HOLDERS_MAX];
 	struct holds_stats stats;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -79,14 +81,13 @@ static int watch(struct holds *h, int fd, uint32_t slot)
 	return epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
-struct holds *holds__open(const char *path, struct policy *p)
+struct holds *holds__open(const char *path)
 {
 	struct holds *h = calloc(1, sizeof(*h));
 	int err;
 
 	if (!h)
 		return NULL;
-	h->policy = p;
 	h->sock_fd = -1;
 	for (int i = 0; i < HOLDERS_MAX; i++)
 		h->c[i].fd = -1;
@@ -129,6 +130,11 @@ void holds__free(struct holds *h)
 	free(h);
 }
 
+void holds__attach(struct holds *h, struct policy *p)
+{
+	h->policy = p;
+}
+
 int holds__fd(const struct holds *h)
 {
 	return h->epfd;
@@ -151,8 +157,13 @@ static void on_accept(struct holds *h)
 {
 	int fd = accept4(h->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), i;
 
-	if (fd < 0)
+	if (fd < 0) {
+		/* Out of fds or memory: the connection stays queued, and would wake the loop at once, forever. */
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
+		    !epoll_ctl(h->epfd, EPOLL_CTL_DEL, h->sock_fd, NULL))
+			h->paused = true;
 		return;
+	}
 	for (i = 0; i < HOLDERS_MAX && h->c[i].fd >= 0; i++)
 		;
 	if (i == HOLDERS_MAX || !peer_is_root(fd) || watch(h, fd, (uint32_t)i)) {
@@ -243,6 +254,12 @@ static bool on_data(struct holds *h, struct holder *c)
 	return true;  /* more waits: the next wake-up reads it, after the loop's other work */
 }
 
+void holds__tick(struct holds *h)
+{
+	if (h->paused && !watch(h, h->sock_fd, HOLDERS_MAX))
+		h->paused = false;
+}
+
 void holds__on_ready(struct holds *h)
 {
 	struct epoll_event evs[HOLDERS_MAX + 1];
@@ -257,7 +274,7 @@ void holds__on_ready(struct holds *h)
 			continue;
 		}
 		c = &h->c[slot];
-		if (c->fd >= 0 && !on_data(h, c))
+		if (c->fd >= 0 && h->policy && !on_data(h, c))
 			holder_close(h, c);
 	}
 }

@@ -249,6 +249,7 @@ static void on_tick(struct daemon *d, struct loop *l)
 	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
 		watch_status(d, l, true);
 	read_exec_maps(d);
+	holds__tick(d->holds);
 	if (d->jitscan)
 		jitscan__tick(d->jitscan, d->policy, clock_boot_ns());
 	policy__tick(d->policy, clock_boot_ns());

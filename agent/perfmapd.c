@@ -192,6 +192,16 @@ static int daemon_open(struct daemon *d)
 	d->inst = instance__open(d->cfg.run_dir, d->cfg.map_dir, d->cfg.status_gid);
 	if (!d->inst)
 		return -EBUSY;
+	/* Before any thread: its socket is made under a umask, which is the process's. */
+	err = perfmap__hold_path(d->cfg.run_dir, d->cfg.map_dir, hold_path, sizeof(hold_path));
+	if (err) {
+		pr_err("run directory %s: the hold socket's name for %s: %s", d->cfg.run_dir,
+		       d->cfg.map_dir, strerror(-err));
+		return err;
+	}
+	d->holds = holds__open(hold_path);
+	if (!d->holds)
+		return -errno;
 	/* Watched before BPF attaches: a map made before any event is known. */
 	d->mw = mapwatch__open(d->cfg.map_dir, d->map_dir_fd);
 	if (!d->mw)
@@ -225,15 +235,7 @@ static int daemon_open(struct daemon *d)
 	d->policy = policy__new(&pcfg, store__mapstore(d->store));
 	if (!d->policy)
 		return -ENOMEM;
-	err = perfmap__hold_path(d->cfg.run_dir, d->cfg.map_dir, hold_path, sizeof(hold_path));
-	if (err) {
-		pr_err("run directory %s: the hold socket's name for %s: %s", d->cfg.run_dir,
-		       d->cfg.map_dir, strerror(-err));
-		return err;
-	}
-	d->holds = holds__open(hold_path, d->policy);
-	if (!d->holds)
-		return -errno;
+	holds__attach(d->holds, d->policy);
 	/*
 	 * After the drop: the HTTP thread needs no capability (a port below
 	 * 1024 would need CAP_NET_BIND_SERVICE, which is not kept).

@@ -550,16 +550,20 @@ static enum retain_result on_due(void *ctx, const struct retained *e)
 	struct map_info mi;
 	int err;
 
+	bool held = e->kind == RETAIN_EXITED && e->start_ticks &&
+		    policy__is_held(p, e->pid, e->start_ticks);
+
+	/* Held still: looked at again without a look on disk (65,536 held cost no open a second each). */
+	if (held && e->held)
+		return RETAIN_HELD;
 	/* Gone, or another file by now: nothing of this entry's is left to move. */
 	if (look(p, e->pid, 0, &mi) || !same_file(&mi, e->dev, e->ino))
 		return RETAIN_DONE;
 	/* A profiler's report names it still: at its path until released. */
-	if (e->kind == RETAIN_EXITED && e->start_ticks && policy__is_held(p, e->pid, e->start_ticks)) {
-		if (!e->held) {
-			p->stats.held_past_retention++;
-			pr_info("exit %d: %s/perf-%d.map stays past its retention: a profiler holds it until its report",
-				(int)e->pid, p->cfg.map_dir, (int)e->pid);
-		}
+	if (held) {
+		p->stats.held_past_retention++;
+		pr_info("exit %d: %s/perf-%d.map stays past its retention: a profiler holds it until its report",
+			(int)e->pid, p->cfg.map_dir, (int)e->pid);
 		return RETAIN_HELD;
 	}
 	/*

@@ -23,7 +23,15 @@ int policy__hold(struct policy *p, pid_t pid, uint64_t start_ticks)
 	if (pid <= 0 || !start_ticks)
 		return -EINVAL;
 	if (h && h->start_ticks != start_ticks) {
-		/* The pid's earlier holder is gone for good: its own map was moved when the pid was taken. */
+		/*
+		 * One process a pid: the later one. An earlier holder of the pid is
+		 * gone for good (its map was moved aside when the pid was taken); a
+		 * hold of it, late, takes nothing from the later one's.
+		 */
+		if (start_ticks < h->start_ticks) {
+			p->stats.holds_refused++;
+			return -ESTALE;
+		}
 		h->start_ticks = start_ticks;
 		h->refs = 0;
 	}

@@ -85,6 +85,8 @@ struct {
  * buffer had no room for; children not followed (the targets map was full).
  */
 __u64 lost_keys = 0;
+/* Samples of profiled processes the kernel took: counted in a map, or in lost_keys. */
+__u64 taken = 0;
 __u64 lost_events = 0;
 __u64 lost_targets = 0;
 
@@ -122,6 +124,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	/* The idle task is no process; the rest only when asked for. */
 	if (!tgid || !targeted(tgid))
 		return 0;
+	__sync_fetch_and_add(&taken, 1);
 	key = bpf_map_lookup_elem(&scratch, &zero);
 	if (!key)
 		return 0;

@@ -40,6 +40,7 @@ struct prof_run {
 	char **strings;                   /* interned: open addressing */
 	size_t nstrings, strings_cap;
 	uint64_t total, unnamed, unknown, kernel_only;
+	uint64_t every_total, periods;   /* --every: samples in the files written, and how many */
 	struct perfmap_profile_stats stats;
 	uint32_t max_stacks;
 	bool failed;
@@ -438,25 +439,18 @@ static void period_path(const char *out, uint64_t at_ns, unsigned int n, char *b
 	snprintf(buf, len, "%.*s-%s%s", (int)(ext - out), out, stamp, ext);
 }
 
-/* A period's file name no earlier period of this run took: one is never written over. */
-static void period_path_free(const char *out, uint64_t at_ns, char *buf, size_t len)
-{
-	struct stat st;
 
-	for (unsigned int n = 0; n < 1000; n++) {
-		period_path(out, at_ns, n, buf, len);
-		if (lstat(buf, &st) && errno == ENOENT)
-			return;
-	}
-}
 
-/* The samples of [@start_ns, @end_ns), to @path (NULL or "-": standard output); 0 or -errno. */
+/*
+ * The samples of [@start_ns, @end_ns), to @path (NULL or "-": standard
+ * output); @fresh: a new file, -EEXIST if the name is taken. 0 or -errno.
+ */
 static int write_report(const struct prof_run *r, const char *path, uint64_t start_ns,
-			uint64_t end_ns)
+			uint64_t end_ns, bool fresh)
 {
 	struct prof_pprof_info info = {
 		.interval_ns = r->view.interval_ms * 1000000ull, .time_ns = start_ns,
-		.duration_ns = end_ns - start_ns,
+		.duration_ns = end_ns - start_ns, .fresh = fresh,
 	};
 	FILE *out = stdout;
 	int err;
@@ -465,7 +459,8 @@ static int write_report(const struct prof_run *r, const char *path, uint64_t sta
 		return prof_pprof_write(r->samples, r->n, &info, path);
 	if (path && strcmp(path, "-")) {
 		/* Not through a link another user left at the name. */
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		int fd = open(path, O_WRONLY | O_CREAT | (fresh ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
+			      0644);
 
 		out = fd < 0 ? NULL : fdopen(fd, "w");
 		if (!out) {
@@ -479,6 +474,22 @@ static int write_report(const struct prof_run *r, const char *path, uint64_t sta
 	if (out != stdout && fclose(out) && !err)
 		err = -errno;
 	fflush(stdout);
+	return err;
+}
+
+/*
+ * A period's samples to a file of their own, under the first name no earlier
+ * period took (created, never written over); its name in @path.
+ */
+static int write_period_file(const struct prof_run *r, const char *out, uint64_t start_ns,
+			     uint64_t end_ns, char *path, size_t len)
+{
+	int err = -EEXIST;
+
+	for (unsigned int n = 0; n < 1000 && err == -EEXIST; n++) {
+		period_path(out, start_ns, n, path, len);
+		err = write_report(r, path, start_ns, end_ns, true);
+	}
 	return err;
 }
 
@@ -504,11 +515,14 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 	if (!err && r->failed)
 		err = -ENOMEM;
 	if (!err) {
-		period_path_free(a->out, *start_ns, path, sizeof(path));
-		err = write_report(r, path, *start_ns, end_ns);
+		err = write_period_file(r, a->out, *start_ns, end_ns, path, sizeof(path));
 		if (err)
 			ctl_error("profile: %s: %s", path, strerror(-err));
 		say_unnamed(r);
+		if (!err) {
+			r->every_total += r->total;
+			r->periods++;
+		}
 		/* A line a period, for the journal of a profiler that runs for days. */
 		perfmap_profile_stats(p, &r->stats);
 		if (!err)
@@ -615,6 +629,8 @@ int cmd_profile(int argc, char **argv)
 	err = run(p, &r, &a, child, &status, &reaped, &start_ns);
 	if (err)
 		ctl_error("profile: %s", strerror(-err));
+	/* Sampling ends here: what the kernel took is then the whole profile's. */
+	perfmap_profile_detach(p);
 	perfmap_profile_stats(p, &r.stats);
 	end_ns = real_ns();
 	err = perfmap_profile_stop(p);
@@ -623,14 +639,19 @@ int cmd_profile(int argc, char **argv)
 		goto free_samples;
 	}
 	if (a.every_s)
-		period_path_free(a.out, start_ns, path, sizeof(path));
-	err = write_report(&r, a.every_s ? path : a.out, start_ns, end_ns);
+		err = write_period_file(&r, a.out, start_ns, end_ns, path, sizeof(path));
+	else
+		err = write_report(&r, a.out, start_ns, end_ns, false);
 	if (err) {
 		ctl_error("profile: cannot write the report%s%s: %s", a.out ? " to " : "",
 			  a.every_s ? path : a.out ? a.out : "", strerror(-err));
 		goto free_samples;
 	}
 	say_unnamed(&r);
+	if (a.every_s)
+		fprintf(stderr, "perfmapctl: profile: %llu samples in %llu files; the kernel took %llu (%llu past --max-stacks)\n",
+			(unsigned long long)(r.every_total + r.total), (unsigned long long)r.periods + 1,
+			(unsigned long long)r.stats.taken, (unsigned long long)r.stats.lost_keys);
 	rc = CTL_OK;
 free_samples:
 	samples_reset(&r);

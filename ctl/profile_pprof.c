@@ -309,10 +309,11 @@ static int value_type(struct builder *b, Perftools__Profiles__ValueType **vt, co
 	return b->failed ? -ENOMEM : 0;
 }
 
-static int write_gz(const char *path, const uint8_t *buf, size_t len)
+static int write_gz(const char *path, bool fresh, const uint8_t *buf, size_t len)
 {
 	/* Not through a link another user left at the name. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644), err = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | (fresh ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
+		      0644), err = 0;
 	gzFile gz;
 
 	if (fd < 0)
@@ -359,7 +360,7 @@ int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pp
 	if (!buf)
 		goto cleanup;
 	perftools__profiles__profile__pack(&b.p, buf);
-	err = write_gz(path, buf, len);
+	err = write_gz(path, info->fresh, buf, len);
 cleanup:
 	free(buf);
 	builder_free(&b);

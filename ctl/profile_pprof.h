@@ -10,6 +10,7 @@ struct prof_pprof_info {
 	uint64_t interval_ns;      /* the sampling period: each sample stands for this much CPU */
 	uint64_t time_ns;          /* when the profile began, since the epoch */
 	uint64_t duration_ns;
+	bool fresh;                /* a new file: -EEXIST if @path is taken (never written over) */
 };
 
 /* Does @path ask for pprof (it ends in .pb.gz)? */

@@ -36,7 +36,7 @@ struct elfmod {
  * What a (module, file offset) was named: libdwfl's symbol lookup scans the
  * symbol table each time (gelf_getsym over libc's thousands), and a profile
  * names the same return addresses over and over. Direct-mapped, a fixed
- * size in all; the strings are libdwfl's, alive as long as the module.
+ * size in all; the strings are the interned copies the lookup returned.
  */
 #define CACHE_SLOTS 16384
 
@@ -51,6 +51,8 @@ struct elfsyms {
 	struct elfmod *mods[256];
 	size_t nmods;
 	struct named *cache;       /* CACHE_SLOTS, made at the first lookup */
+	elfsyms_intern_fn intern;
+	void *intern_ctx;
 };
 
 /* A lookup in progress reads a file another user may truncate under it: SIGBUS ends it, not us. */
@@ -75,9 +77,15 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-struct elfsyms *elfsyms_new(void)
+struct elfsyms *elfsyms_new(elfsyms_intern_fn intern, void *ctx)
 {
-	return calloc(1, sizeof(struct elfsyms));
+	struct elfsyms *e = calloc(1, sizeof(*e));
+
+	if (e) {
+		e->intern = intern;
+		e->intern_ctx = ctx;
+	}
+	return e;
 }
 
 static size_t hash_of(const char *s)
@@ -192,9 +200,12 @@ static const char *comp_dir_of(Dwfl_Line *l)
 	return cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
 }
 
-/* The lookup proper, in a module whose file may fault under it (elfsyms_lookup()). */
-static int lookup_in(struct elfmod *m, uint64_t file_off, const char **name, uint64_t *off,
-		     const char **src, const char **comp_dir, int *line)
+/*
+ * The lookup proper, in a module whose file may fault under it
+ * (elfsyms_lookup()): the strings copied here, where a fault is caught.
+ */
+static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, const char **name,
+		     uint64_t *off, const char **src, const char **comp_dir, int *line)
 {
 	GElf_Off sym_off = 0;
 	uint64_t vaddr;
@@ -206,13 +217,20 @@ static int lookup_in(struct elfmod *m, uint64_t file_off, const char **name, uin
 		return -ENOENT;
 	a = vaddr + m->bias;
 	*name = dwfl_module_addrinfo(m->mod, a, &sym_off, &sym, NULL, NULL, NULL);
-	if (*name)
+	if (*name) {
 		*off = sym_off;
+		*name = e->intern(e->intern_ctx, *name);
+	}
 	l = dwfl_module_getsrc(m->mod, a);
 	if (l) {
 		*src = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
-		if (*src && (*src)[0] != '/')
+		if (*src && (*src)[0] != '/') {
 			*comp_dir = comp_dir_of(l);
+			if (*comp_dir)
+				*comp_dir = e->intern(e->intern_ctx, *comp_dir);
+		}
+		if (*src)
+			*src = e->intern(e->intern_ctx, *src);
 	}
 	return 0;
 }
@@ -262,7 +280,7 @@ int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *ope
 		return -EIO;
 	}
 	bus_jmp = &jmp;
-	err = lookup_in(m, file_off, name, off, src, comp_dir, line);
+	err = lookup_in(e, m, file_off, name, off, src, comp_dir, line);
 	bus_jmp = NULL;
 	sigaction(SIGBUS, &old, NULL);
 	if (c)

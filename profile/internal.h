@@ -31,6 +31,8 @@ struct psnap {
 	uint64_t start_ticks;
 	uint32_t image;            /* which image: execs since the profile began */
 	bool forked;               /* a fork seen: until an exec, its parent's mappings are its own */
+	struct psnap *parent;      /* that parent's, while this one is unread: kept for it */
+	uint32_t unread_children;  /* forked children unread that name their code with this one's */
 	bool read;                 /* @v was read (else: the parent's, or nothing) */
 	struct psnap_vma *v;       /* executable mappings, sorted */
 	size_t n;
@@ -56,8 +58,14 @@ PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t star
 /* The same, made when missing (@image PSNAP_LATEST: the latest, or image 0). */
 PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks,
 				     uint32_t image);
-/* Free every image read of (@pid, @start_ticks); the bytes of the perf maps they held. */
-PROF_HIDDEN uint64_t psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks);
+/*
+ * Free every image read of (@pid, @start_ticks), adding the bytes of the
+ * perf maps they held to *@bytes; -EBUSY (nothing freed) while a forked
+ * child not read yet names its code with their mappings.
+ */
+PROF_HIDDEN int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *bytes);
+/* @child, forked from @parent (NULL: none known), names its code with its mappings until read. */
+PROF_HIDDEN void psnap_set_parent(struct psnap *child, struct psnap *parent);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
 PROF_HIDDEN int psnap_read(struct psnap *s);
 PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);
@@ -77,14 +85,18 @@ PROF_HIDDEN void kallsyms_free(struct kallsyms *k);
 /* ---- ELF symbols and DWARF lines of mapped files (elfsym.c, libdwfl) ---- */
 
 struct elfsyms;
-PROF_HIDDEN struct elfsyms *elfsyms_new(void);
+/* Copies of strings that live as long as the caller wants (the symbolizer's interned ones). */
+typedef const char *(*elfsyms_intern_fn)(void *ctx, const char *str);
+PROF_HIDDEN struct elfsyms *elfsyms_new(elfsyms_intern_fn intern, void *ctx);
 /*
  * Name the byte at @file_off of the file @v maps (opened as @open_path,
  * which may lead through /proc/<pid>/root, and only if it is still the
  * regular file @v mapped, by device and inode): 0 with *@name (NULL if no
  * symbol), *@off, *@src and *@line (and *@comp_dir, the directory a
  * relative *@src is relative to, or NULL), or -errno when the file cannot
- * be read as ELF (-ESTALE: another file is at its path now).
+ * be read as ELF (-ESTALE: another file is at its path now). The strings
+ * are @intern's copies, made while a fault of the mapped file is caught:
+ * never the file's own bytes, which its owner may truncate.
  */
 PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *open_path,
 			       uint64_t file_off, const char **name, uint64_t *off,

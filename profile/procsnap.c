@@ -259,6 +259,8 @@ int psnap_read(struct psnap *s)
 	}
 	if (!err) {
 		s->read = true;
+		/* Its own mappings now: the parent's are no longer its. */
+		psnap_set_parent(s, NULL);
 		read_identity(s);
 	}
 	return err;
@@ -289,22 +291,35 @@ static void psnap_free(struct psnap *s)
 	free(s);
 }
 
-uint64_t psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks)
+void psnap_set_parent(struct psnap *child, struct psnap *parent)
 {
-	struct psnap **pp = &t->bucket[bucket_of(pid)], *s;
-	uint64_t bytes = 0;
+	if (child->parent)
+		child->parent->unread_children--;
+	child->parent = child == parent ? NULL : parent;
+	if (child->parent)
+		child->parent->unread_children++;
+}
 
+int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *bytes)
+{
+	struct psnap **pp, *s;
+
+	for (s = t->bucket[bucket_of(pid)]; s; s = s->next)
+		if (s->pid == pid && s->start_ticks == start_ticks && s->unread_children)
+			return -EBUSY;
+	pp = &t->bucket[bucket_of(pid)];
 	while ((s = *pp)) {
 		if (s->pid != pid || s->start_ticks != start_ticks) {
 			pp = &s->next;
 			continue;
 		}
 		*pp = s->next;
-		bytes += s->jit ? jitmap_bytes(s->jit) : 0;
+		*bytes += s->jit ? jitmap_bytes(s->jit) : 0;
+		psnap_set_parent(s, NULL);
 		psnap_free(s);
 		t->count--;
 	}
-	return bytes;
+	return 0;
 }
 
 void psnaps_free(struct psnaps *t)

@@ -40,6 +40,7 @@ struct tracked {
 	uint64_t final_read;       /* the flush that read it last, + 1 */
 	uint32_t image;            /* its image now: execs since the profile began */
 	bool gone;
+	uint32_t gone_turn;        /* the period it was found gone in: forgotten at a later turn */
 };
 
 struct perfmap_profile {
@@ -167,6 +168,19 @@ static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t star
 	return &p->t[p->nt - 1];
 }
 
+/*
+ * Gone: forgotten once a flush has named its stacks, at the first turn of
+ * the count maps after this one (samples it left in the map the turn just
+ * began are named at the next flush).
+ */
+static void mark_gone(struct perfmap_profile *p, struct tracked *t)
+{
+	if (t->gone)
+		return;
+	t->gone = true;
+	t->gone_turn = p->period;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct profile_event *e = data;
@@ -207,7 +221,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		/* Its map, read now while perfmapd keeps it at its path, stays until the report. */
 		if (p->keep_maps)
 			symbolizer_keep_map(p->sym, t->pid, ticks);
-		t->gone = true;
+		mark_gone(p, t);
 		break;
 	}
 	return 0;
@@ -225,7 +239,7 @@ static void reread(struct perfmap_profile *p)
 		if (t->gone || !t->next_ns || now < t->next_ns)
 			continue;
 		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH) {
-			t->gone = true;
+			mark_gone(p, t);
 			continue;
 		}
 		t->every_ns = t->every_ns * 4 > most ? most : t->every_ns * 4;
@@ -409,7 +423,8 @@ static void discover(struct perfmap_profile *p)
 		if (!t)
 			return;
 		t->image = key->image;
-		t->gone = symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH;
+		if (symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH)
+			mark_gone(p, t);
 		t->next_ns = now + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
 	}
@@ -447,12 +462,17 @@ static void forget_gone(struct perfmap_profile *p)
 	for (size_t i = 0; i < p->nt; i++) {
 		struct tracked *t = &p->t[i];
 
-		if (!t->gone) {
+		/*
+		 * Gone in this turn: it may have samples in the map now counting.
+		 * A parent whose unread children name their code with its mappings
+		 * waits for them.
+		 */
+		if (!t->gone || t->gone_turn == p->period ||
+		    symbolizer_forget(p->sym, t->pid, t->start_ticks) == -EBUSY) {
 			p->t[kept++] = *t;
 			continue;
 		}
 		agent_hold_release(p->hold, t->pid, t->start_ticks);
-		symbolizer_forget(p->sym, t->pid, t->start_ticks);
 	}
 	p->nt = kept;
 	index_fill(p, idx, p->idx_cap);
@@ -486,7 +506,7 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 			continue;
 		t->final_read = p->flushes + 1;
 		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH)
-			t->gone = true;
+			mark_gone(p, t);
 	}
 	p->flushes++;
 	prev = NULL;
@@ -497,6 +517,13 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 		prev = key;
 		if (bpf_map_lookup_elem(cfd, key, &count))
 			continue;
+		/*
+		 * Read, then cleared: a key a late sample made after the walk
+		 * stays for this map's next turn. Without its predecessor the
+		 * walk goes on from the map's first key: the unread ones.
+		 */
+		if (clear)
+			bpf_map_delete_elem(cfd, key);
 		nk = key->nkernel < PROFILE_KDEPTH ? key->nkernel : PROFILE_KDEPTH;
 		nu = key->nuser < PROFILE_DEPTH ? key->nuser : PROFILE_DEPTH;
 		memcpy(p->ips, key->kips, nk * sizeof(uint64_t));
@@ -516,11 +543,8 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 		if (p->cb)
 			p->cb(p->data, &st);
 	}
-	if (clear) {
-		while (!bpf_map_get_next_key(cfd, NULL, next))
-			bpf_map_delete_elem(cfd, next);
+	if (clear)
 		forget_gone(p);
-	}
 	return 0;
 }
 
@@ -546,6 +570,7 @@ void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profi
 	*st = p->stats;
 	if (p->skel && p->skel->bss) {
 		st->lost_keys = p->skel->bss->lost_keys;
+		st->taken = p->skel->bss->taken;
 		st->lost_events = p->skel->bss->lost_events;
 	}
 	st->processes = p->seen;
@@ -572,6 +597,14 @@ static void detach(struct perfmap_profile *p)
 	p->ncpus = 0;
 }
 
+int perfmap_profile_detach(struct perfmap_profile *p)
+{
+	if (!p)
+		return -EINVAL;
+	detach(p);
+	return 0;
+}
+
 int perfmap_profile_stop(struct perfmap_profile *p)
 {
 	int err = 0;
@@ -580,8 +613,12 @@ int perfmap_profile_stop(struct perfmap_profile *p)
 		return 0;
 	/* Sampling ends first: the counts read are the profile's last. */
 	detach(p);
-	if (p->skel && p->rb)
+	/* The map now counting, and what late samples left in the other after its turn. */
+	if (p->skel && p->rb) {
 		err = hand_out(p, counts_fd(p, p->period), false);
+		if (!err && p->period)
+			err = hand_out(p, counts_fd(p, p->period + 1), false);
+	}
 	ring_buffer__free(p->rb);
 	profile_bpf__destroy(p->skel);
 	perfmap_symbolizer_free(p->sym);

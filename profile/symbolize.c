@@ -29,6 +29,11 @@ uint64_t prof_ticks_of_ns(uint64_t ns)
 	return ns / ns_per_tick;
 }
 
+static const char *intern_cb(void *ctx, const char *str)
+{
+	return symbolizer_intern(ctx, str);
+}
+
 struct perfmap_symbolizer *perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts)
 {
 	struct perfmap_symbolizer *s = calloc(1, sizeof(*s));
@@ -43,7 +48,7 @@ struct perfmap_symbolizer *perfmap_symbolizer_new(const struct perfmap_symbolize
 		 opts && opts->archive_dir ? opts->archive_dir : "/var/lib/perfmapd/archive");
 	if (opts && opts->sz >= offsetof(struct perfmap_symbolizer_opts, states_file) + sizeof(char *))
 		states_file = opts->states_file;
-	s->elf = elfsyms_new();
+	s->elf = elfsyms_new(intern_cb, s);
 	if (!s->elf)
 		goto fail;
 	s->states = states_load(states_file, &err);
@@ -56,6 +61,19 @@ fail:
 	return NULL;
 }
 
+/*
+ * @ps was forked by @ppid: until it is read, its parent's mappings (the
+ * parent as it is now, whatever later takes its pid) name its code, and
+ * are kept for it.
+ */
+static void forked(struct perfmap_symbolizer *s, struct psnap *ps, pid_t ppid)
+{
+	ps->ppid = ppid;
+	ps->forked = true;
+	if (!ps->read)
+		psnap_set_parent(ps, psnaps_find(&s->procs, ppid, 0, PSNAP_LATEST));
+}
+
 int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, uint32_t image,
 		    pid_t ppid)
 {
@@ -63,10 +81,8 @@ int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_tick
 
 	if (!ps)
 		return -ENOMEM;
-	if (ppid) {
-		ps->ppid = ppid;
-		ps->forked = true;
-	}
+	if (ppid)
+		forked(s, ps, ppid);
 	return psnap_read(ps);
 }
 
@@ -76,8 +92,7 @@ int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ti
 
 	if (!ps)
 		return -ENOMEM;
-	ps->ppid = ppid;
-	ps->forked = true;
+	forked(s, ps, ppid);
 	return 0;
 }
 
@@ -104,7 +119,7 @@ static const struct psnap *mappings_of(struct perfmap_symbolizer *s, struct psna
 		return ps;
 	if (!ps->forked || !ps->ppid)
 		return NULL;
-	parent = psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
+	parent = ps->parent ? ps->parent : psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
 	return parent && parent->read ? parent : NULL;
 }
 
@@ -338,11 +353,13 @@ int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_
 	return ps->jit ? 0 : -ENOENT;
 }
 
-void symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+int symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
 {
-	uint64_t freed = psnaps_forget(&s->procs, pid, start_ticks);
+	uint64_t freed = 0;
+	int err = psnaps_forget(&s->procs, pid, start_ticks, &freed);
 
 	s->map_bytes -= freed < s->map_bytes ? freed : s->map_bytes;
+	return err;
 }
 
 int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,

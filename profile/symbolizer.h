@@ -41,9 +41,10 @@ PROF_HIDDEN int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint6
 /*
  * (@pid, @start_ticks) is gone and its stacks named: what was read of it is
  * freed (a profile that runs for days keeps only the processes it may still
- * have to name).
+ * have to name). -EBUSY, nothing freed, while a forked child not read yet
+ * names its code with its mappings.
  */
-PROF_HIDDEN void symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
+PROF_HIDDEN int symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
 /* @str kept for the symbolizer's life, once per content; NULL without memory. */
 PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
 

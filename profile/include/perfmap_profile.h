@@ -170,6 +170,8 @@ struct perfmap_profile_stats {
 	bool agent_holds;          /* the agent's hold socket is connected */
 	uint64_t tracked;          /* processes followed now: those gone are forgotten once a
 				    * flush has named their stacks */
+	uint64_t taken;            /* samples the kernel took: after the stop, samples + lost_keys
+				    * (none lost at a flush's turn) */
 };
 
 struct perfmap_profile;
@@ -193,6 +195,11 @@ PERFMAP_PROFILE_API int perfmap_profile_fd(const struct perfmap_profile *p);
 PERFMAP_PROFILE_API int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms);
 /* Hand the stacks counted so far to the callback, and count anew (a profile per period). */
 PERFMAP_PROFILE_API int perfmap_profile_flush(struct perfmap_profile *p);
+/*
+ * Stop sampling, and nothing else: the counts stay for perfmap_profile_stop()
+ * to hand out, and perfmap_profile_stats() says what the whole profile took.
+ */
+PERFMAP_PROFILE_API int perfmap_profile_detach(struct perfmap_profile *p);
 /* Stop sampling, hand the last stacks to the callback, and free @p (NULL is fine). */
 PERFMAP_PROFILE_API int perfmap_profile_stop(struct perfmap_profile *p);
 PERFMAP_PROFILE_API void perfmap_profile_stats(const struct perfmap_profile *p,

@@ -1195,6 +1195,9 @@ static void test_hold_of_another_process_at_the_pid_keeps_nothing(void **state)
 	put_map(30, 500, span_at(2 * SEC), ENTRIES_MAPPED);
 	assert_int_equal(policy__hold(P, 30, 7 * SEC / TICK), 0);
 	assert_int_equal(policy__hold(P, 30, 0), -EINVAL);
+	/* An earlier process at the pid takes nothing from the later one's hold. */
+	assert_int_equal(policy__hold(P, 30, 6 * SEC / TICK), -ESTALE);
+	assert_true(policy__is_held(P, 30, 7 * SEC / TICK));
 	exit_at(30, 1 * SEC, 20 * SEC);
 	due = F.now + 600 * SEC;
 	tick(due);

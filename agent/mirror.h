@@ -39,6 +39,7 @@ struct mirror_stats {
 	uint64_t ns_copies_appended; /* the child's own map first: the parent's entries appended */
 	uint64_t ns_copy_entries_left_out; /* naming memory the child did not inherit */
 	uint64_t ns_copies_unfiltered; /* its mappings unread (gone, too many, 16 copies held them): all copied */
+	uint64_t ns_copies_parent_gone; /* the parent's map found at the fork's turn, the parent gone: not copied */
 	uint64_t cut_at_exit;        /* more was written in the last tick than an exit reads */
 	uint64_t ns_stale_removed;   /* an ended process's map at a new holder's name, unwritten: removed */
 	uint64_t ns_stale_skipped;   /* ...written since: mirrored from where it had ended */

@@ -20,6 +20,7 @@
 #include "mirror_internal.h"
 #include "perfmap_tools.h"
 #include "privs.h"
+#include "procfs.h"
 
 /*
  * A map a mirrored process left in its directory when it ended, to tell it
@@ -211,9 +212,18 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		return -ENOENT;
 	/*
 	 * The parent's map may be there before its directory's watch says so:
-	 * the fork's event can be read first. Its map as it is now, as on the host.
+	 * the fork's event can be read first. Its map as it is now, as on the
+	 * host; but only while the parent is still there (a zombie too): gone,
+	 * its pid in the container may be another process's, and so the map
+	 * at its name (not copied, counted).
 	 */
-	mirror__try_source(m, parent);
+	if (parent->src_fd < 0) {
+		mirror__try_source(m, parent);
+		if (parent->src_fd >= 0 && !procfs_is(parent->pid, parent->start_ticks)) {
+			mirror__close_source(m, parent);
+			m->stats.ns_copies_parent_gone++;
+		}
+	}
 	if (parent->src_fd < 0)
 		return -ENOENT;
 	if (child->dir != parent->dir)

@@ -197,6 +197,7 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "ns_copies_appended", ms->ns_copies_appended);
 	u64(r, "ns_copy_entries_left_out", ms->ns_copy_entries_left_out);
 	u64(r, "ns_copies_unfiltered", ms->ns_copies_unfiltered);
+	u64(r, "ns_copies_parent_gone", ms->ns_copies_parent_gone);
 	u64(r, "mirrors_cut_at_exit", ms->cut_at_exit);
 	u64(r, "ns_stale_removed", ms->ns_stale_removed);
 	u64(r, "ns_stale_skipped", ms->ns_stale_skipped);

@@ -493,6 +493,16 @@ static int write_period_file(const struct prof_run *r, const char *out, uint64_t
 	return err;
 }
 
+/* The kept strings, once no sample points at them: a period's run for days keeps its own only. */
+static void strings_reset(struct prof_run *r)
+{
+	for (size_t i = 0; i < r->strings_cap; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	r->strings = NULL;
+	r->strings_cap = r->nstrings = 0;
+}
+
 static void samples_reset(struct prof_run *r)
 {
 	for (size_t i = 0; i < r->n; i++)
@@ -531,6 +541,7 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 				(unsigned long long)r->stats.processes);
 	}
 	samples_reset(r);
+	strings_reset(r);
 	*start_ns = end_ns;
 	return err;
 }
@@ -656,9 +667,7 @@ int cmd_profile(int argc, char **argv)
 free_samples:
 	samples_reset(&r);
 	free(r.samples);
-	for (size_t i = 0; i < r.strings_cap; i++)
-		free(r.strings[i]);
-	free(r.strings);
+	strings_reset(&r);
 kill_child:
 	if (go_fd >= 0)
 		close(go_fd);  /* the command never starts: its read fails */

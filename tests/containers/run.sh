@@ -789,10 +789,26 @@ test_podman_doctor() {
 	stop_agent || fail "podman_doctor: perfmapd exited non-zero"
 }
 
+# children_copied LABEL NAME WHAT: forkjit's 3 children ($WORK/NAME.out, run
+# with --children 3 --print-pids --report and --prefix NAME, 20 entries) each
+# found WHAT in the namespace, and each one's mirror in $d holds 20; the
+# JIT's output and the agent's copy lines ($WORK/NAME.log) said if not.
+children_copied() {
+	local label=$1 name=$2 what=$3 c n=0 ok=0
+	check "$label: its 3 children each found $what in the namespace" \
+		wait_for 30 grep -q "^complete 3/3" "$WORK/$name.out" ||
+		{ sed 's/^/    /' "$WORK/$name.out"; grep -E 'copy|mirror' "$WORK/$name.log" | sed 's/^/    agent: /' | tail -n 20; }
+	for c in $(awk '$1 == "child" { print $2 }' "$WORK/$name.out"); do
+		n=$((n + 1))
+		wait_for 10 map_has "$d/perf-$c.map" "$name" 20 && ok=$((ok + 1))
+	done
+	check "$label: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3 -a "$n" = 3
+}
+
 # Fork copies inside a container are exact too: entries naming memory the
 # child did not inherit (freed, MADV_DONTFORK, a shared memfd) are left out.
 test_unshare_exact_copy() {
-	local d='' a nsd u pid c n=0 ok=0
+	local d='' a nsd u pid
 	nsd=$(new_map_dir)
 	agent_on exact unshare_exact_copy --ns-map-dir "$nsd" --retention 30 || return
 	unshare --mount --propagation private sh -c \
@@ -803,14 +819,7 @@ test_unshare_exact_copy() {
 	pid=$u
 	check "unshare_exact_copy: the parent's 23 entries are mirrored (20 inherited, 3 not)" \
 		wait_for 20 map_has "$d/perf-$pid.map" exact 23
-	check "unshare_exact_copy: its 3 children each found exactly the 20 inherited entries in the namespace" \
-		wait_for 30 grep -q "^complete 3/3" "$WORK/exact.out" ||
-		{ sed 's/^/    /' "$WORK/exact.out"; grep -E 'copy|mirror' "$WORK/exact.log" | sed 's/^/    agent: /' | tail -n 20; }
-	for c in $(awk '$1 == "child" { print $2 }' "$WORK/exact.out"); do
-		n=$((n + 1))
-		wait_for 10 map_has "$d/perf-$c.map" exact 20 && ok=$((ok + 1))
-	done
-	check "unshare_exact_copy: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3 -a "$n" = 3
+	children_copied unshare_exact_copy exact "exactly the 20 inherited entries"
 	check "unshare_exact_copy: status: 9 entries left out" status_is "$d" ns_copy_entries_left_out 9
 	stop_agent || fail "unshare_exact_copy: perfmapd exited non-zero"
 }
@@ -821,7 +830,7 @@ test_unshare_exact_copy() {
 # The copies are made all the same, from the map as it is at the fork's
 # turn. (CI lost all three copies this way once, on a loaded machine.)
 test_unshare_fork_unnoticed() {
-	local d='' a nsd u c n=0 ok=0
+	local d='' a nsd u
 	nsd=$(new_map_dir)
 	agent_on unnoticed unshare_fork_unnoticed --ns-map-dir "$nsd" --retention 30 || return
 	unshare --mount --propagation private sh -c \
@@ -836,14 +845,7 @@ test_unshare_fork_unnoticed() {
 	kill -CONT "$u"
 	wait_for 10 eval '[ "$(grep -c "^child" "$WORK/unnoticed.out")" = 3 ]'
 	kill -CONT "$AGENT_PID"
-	check "unshare_fork_unnoticed: its 3 children each found the parent's 20 entries in the namespace" \
-		wait_for 30 grep -q "^complete 3/3" "$WORK/unnoticed.out" ||
-		{ sed 's/^/    /' "$WORK/unnoticed.out"; grep -E 'copy|mirror' "$WORK/unnoticed.log" | sed 's/^/    agent: /' | tail -n 20; }
-	for c in $(awk '$1 == "child" { print $2 }' "$WORK/unnoticed.out"); do
-		n=$((n + 1))
-		wait_for 10 map_has "$d/perf-$c.map" unnoticed 20 && ok=$((ok + 1))
-	done
-	check "unshare_fork_unnoticed: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3 -a "$n" = 3
+	children_copied unshare_fork_unnoticed unnoticed "the parent's 20 entries"
 	check "unshare_fork_unnoticed: status: ns_copies counts 3 ($(status_of "$d" ns_copies))" status_is "$d" ns_copies 3
 	rm -f "$d/wake"
 	stop_agent || fail "unshare_fork_unnoticed: perfmapd exited non-zero"

@@ -162,6 +162,16 @@ status_of() {
 ge() { [ "${1:-0}" -ge "$2" ]; }
 status_is() { [ "$(status_of "$1" "$2")" = "$3" ]; }
 status_ge() { ge "$(status_of "$1" "$2")" "$3"; }
+# kill_all PID...: each killed with -9, then reaped: a suite's own background processes at its end.
+kill_all() {
+	local p
+	for p in "$@"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+}
 # alive PID: there and not a zombie; gone PID: not.
 alive() { [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 gone() { ! alive "$1"; }

@@ -40,17 +40,12 @@ HOLD_MS=600000                # a JIT that holds is killed by the test, not by t
 STARTUP_MS=${STARTUP_MS:-0}
 
 kill_started() {
-	local c p
+	local c
 	for c in "${CONTAINERS[@]}"; do
 		"${PODMAN[@]}" rm -f -t 0 "$c" >/dev/null 2>&1
 	done
 	CONTAINERS=()
-	for p in "${BG_PIDS[@]}"; do
-		kill -9 "$p" 2>/dev/null
-	done
-	for p in "${BG_PIDS[@]}"; do
-		wait "$p" 2>/dev/null
-	done
+	kill_all "${BG_PIDS[@]}"
 	BG_PIDS=()
 }
 cleanup() {

@@ -21,11 +21,7 @@ CTL=$BUILD/perfmapctl
 JITDOC=$BUILD/tests/jitdoc
 PIDS=()      # every process started, killed at exit
 cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	kill_all "${PIDS[@]}"
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -23,12 +23,8 @@ SPLIT=$BUILD/tests/splitjit
 STACKGEN=$BUILD/bench/stackgen
 PIDS=()
 cleanup() {
-	local p
 	cleanup_agent
-	for p in "${PIDS[@]}"; do
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	kill_all "${PIDS[@]}"
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -207,6 +203,7 @@ test_archived_child() {
 	"$CTL" profile -j v -d 8 -p "$pid" --map-dir "$m" --archive-dir "$WORK/nowhere" --no-keep-maps \
 		>"$out.none" 2>&1 &
 	p3=$!
+	PIDS+=("$p1" "$p2" "$p3")
 	wait "$p1" "$p2" "$p3"
 	c=$(awk '/^child / { print $2 }' "$WORK/archived.jit")
 	check "archived_child: the child's map was archived before the reports (perf-$c-*.map)" \

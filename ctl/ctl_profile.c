@@ -39,6 +39,8 @@ struct prof_run {
 	size_t n, cap;
 	char **strings;                   /* interned: open addressing */
 	size_t nstrings, strings_cap;
+	struct prof_cred **creds;         /* the samples' processes', once each (a and A only) */
+	size_t ncreds, creds_cap;
 	uint64_t total, unnamed, unknown, kernel_only;
 	uint64_t every_total, periods;   /* --every: samples in the files written, and how many */
 	struct perfmap_profile_stats stats;
@@ -123,6 +125,45 @@ static const char *keep(struct prof_run *r, const char *s)
 	return r->strings[i];
 }
 
+/*
+ * @c kept until the report is written, once per content: annotation opens
+ * the source files a sample's frames name as its process could have.
+ */
+static const struct prof_cred *keep_cred(struct prof_run *r, const struct perfmap_creds *c)
+{
+	struct prof_cred *k, **nc;
+	gid_t *groups;
+
+	for (size_t i = 0; i < r->ncreds; i++) {
+		k = r->creds[i];
+		if (k->uid == c->uid && k->gid == c->gid && k->ngroups == c->ngroups &&
+		    (!c->ngroups || !memcmp(k->groups, c->groups, c->ngroups * sizeof(*c->groups))))
+			return k;
+	}
+	if (r->ncreds == r->creds_cap) {
+		size_t cap = r->creds_cap ? 2 * r->creds_cap : 16;
+
+		nc = realloc(r->creds, cap * sizeof(*nc));
+		if (!nc)
+			goto nomem;
+		r->creds = nc;
+		r->creds_cap = cap;
+	}
+	/* The groups right after the struct, freed with it. */
+	k = malloc(sizeof(*k) + c->ngroups * sizeof(*groups));
+	if (!k)
+		goto nomem;
+	groups = (gid_t *)(k + 1);
+	if (c->ngroups)
+		memcpy(groups, c->groups, c->ngroups * sizeof(*groups));
+	*k = (struct prof_cred){ .uid = c->uid, .gid = c->gid, .ngroups = c->ngroups, .groups = groups };
+	r->creds[r->ncreds++] = k;
+	return k;
+nomem:
+	r->failed = true;
+	return NULL;
+}
+
 /* The zone of a sample: its thread's name, its executable, or its container (else its cgroup). */
 static const char *zone_of(struct prof_run *r, const struct perfmap_profile_stack *st)
 {
@@ -148,8 +189,10 @@ static const char *zone_of(struct prof_run *r, const struct perfmap_profile_stac
 /* The library's callback: each distinct stack, named now, while the symbolizer has it all. */
 static void on_stack(void *data, const struct perfmap_profile_stack *st)
 {
+	const struct prof_cred *cred = NULL;
 	struct prof_run *r = data;
 	struct perfmap_symbol sym;
+	struct perfmap_creds pc;
 	struct prof_frame *f;
 	struct prof_sample *ns;
 
@@ -176,8 +219,13 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 					    .offset = sym.offset, .file = keep(r, sym.file),
 					    .line = sym.line, .state = sym.state };
 	}
+	/* Whose eyes its sources are opened with (a and A): none read, none shown. */
+	if (r->view.annotate >= 0 &&
+	    !perfmap_symbolizer_creds(r->sym, st->pid, st->start_ticks, st->image, &pc))
+		cred = keep_cred(r, &pc);
 	r->samples[r->n++] = (struct prof_sample){ .frames = f, .n = st->nips,
-						   .zone = zone_of(r, st), .count = st->samples };
+						   .zone = zone_of(r, st), .count = st->samples,
+						   .cred = cred };
 	r->total += st->samples;
 	/* What could not be named, and why: the first user frame tells. */
 	for (uint32_t i = st->nkernel; i < st->nips; i++) {
@@ -493,7 +541,7 @@ static int write_period_file(const struct prof_run *r, const char *out, uint64_t
 	return err;
 }
 
-/* The kept strings, once no sample points at them: a period's run for days keeps its own only. */
+/* The kept strings and credentials, once no sample points at them: a period's run for days keeps its own only. */
 static void strings_reset(struct prof_run *r)
 {
 	for (size_t i = 0; i < r->strings_cap; i++)
@@ -501,6 +549,11 @@ static void strings_reset(struct prof_run *r)
 	free(r->strings);
 	r->strings = NULL;
 	r->strings_cap = r->nstrings = 0;
+	for (size_t i = 0; i < r->ncreds; i++)
+		free(r->creds[i]);
+	free(r->creds);
+	r->creds = NULL;
+	r->creds_cap = r->ncreds = 0;
 }
 
 static void samples_reset(struct prof_run *r)

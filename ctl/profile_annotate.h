@@ -12,7 +12,23 @@ struct tally {
 	const char *key;
 	uint64_t count;
 	size_t first, last;        /* its second-level tallies, in the level below */
+	const struct prof_cred *const *creds;   /* a and A: its samples' processes' (NULL ones too) */
+	size_t ncreds;
 };
+
+/*
+ * The source file @path, opened for reading as a process of @cred could
+ * have opened it, and only if it is a regular file no larger than 64 MiB on
+ * no file system of /proc, /sys or /dev: a thread takes @cred's
+ * file-system ids and groups and drops every capability, resolves @path
+ * with openat2(O_PATH, RESOLVE_NO_MAGICLINKS), checks what it found, and
+ * opens that for reading (O_NONBLOCK) through its descriptor; the kernel
+ * judges each directory searched, each symlink followed and the read as it
+ * would the process's own. 0 with *@fd, or -errno with @why (a sentence,
+ * for "PATH: not shown: WHY") in @len bytes.
+ */
+int prof_source_open(const char *path, const struct prof_cred *cred, int *fd, char *why,
+		     size_t len);
 
 /*
  * The files of the "file:line" keys of @t: excerpts around the lines with

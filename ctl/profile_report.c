@@ -275,6 +275,7 @@ static void put_stack(struct str *b, const struct prof_sample *s, const struct p
 struct entry {
 	char *k1, *k2;             /* k2 NULL: no second level */
 	uint64_t count;
+	const struct prof_cred *cred;
 };
 
 static int keys_of(const struct prof_sample *s, const struct prof_view *v, struct entry *e)
@@ -327,6 +328,7 @@ static int keys_of(const struct prof_sample *s, const struct prof_view *v, struc
 	e->k1 = k1;
 	e->k2 = k2;
 	e->count = s->count;
+	e->cred = s->cred;
 	return k1 ? 0 : -ENOMEM;
 nomem:
 	free(stack.s);
@@ -390,6 +392,7 @@ static void print_level(FILE *out, const struct prof_view *v, struct tally *t, s
 
 int prof_report(const struct prof_sample *s, size_t n, const struct prof_view *v, FILE *out)
 {
+	const struct prof_cred **creds = NULL;
 	struct tally *t1 = NULL, *t2 = NULL;
 	struct entry *e = NULL;
 	size_t i, n1 = 0, n2 = 0;
@@ -407,7 +410,8 @@ int prof_report(const struct prof_sample *s, size_t n, const struct prof_view *v
 	e = calloc(n, sizeof(*e));
 	t1 = calloc(n, sizeof(*t1));
 	t2 = calloc(n, sizeof(*t2));
-	if (!e || !t1 || !t2)
+	creds = calloc(n, sizeof(*creds));
+	if (!e || !t1 || !t2 || !creds)
 		goto cleanup;
 	for (i = 0; i < n; i++)
 		if (keys_of(&s[i], v, &e[i]))
@@ -416,9 +420,13 @@ int prof_report(const struct prof_sample *s, size_t n, const struct prof_view *v
 	/* Equal first keys are together now; equal second keys within them. */
 	for (i = 0; i < n; i++) {
 		if (!n1 || strcmp(t1[n1 - 1].key, e[i].k1)) {
-			t1[n1++] = (struct tally){ .key = e[i].k1, .first = n2, .last = n2 };
+			t1[n1++] = (struct tally){ .key = e[i].k1, .first = n2, .last = n2,
+						   .creds = creds + i };
 		}
 		t1[n1 - 1].count += e[i].count;
+		/* Whose samples a first-level key holds: annotation opens its file as each of them. */
+		creds[i] = e[i].cred;
+		t1[n1 - 1].ncreds++;
 		if (!e[i].k2)
 			continue;
 		if (n2 == t1[n1 - 1].first || strcmp(t2[n2 - 1].key, e[i].k2))
@@ -440,5 +448,6 @@ cleanup:
 	free(e);
 	free(t1);
 	free(t2);
+	free(creds);
 	return err;
 }

@@ -10,6 +10,19 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+/*
+ * Whose eyes a sample's process had: its file-system uid and gid and its
+ * supplementary groups, as the host saw them. Annotation opens the source
+ * files its frames name with these, never with root's.
+ */
+struct prof_cred {
+	uid_t uid;
+	gid_t gid;
+	size_t ngroups;
+	const gid_t *groups;
+};
 
 /* One frame, named (strings outlive the report). */
 struct prof_frame {
@@ -27,6 +40,7 @@ struct prof_sample {
 	uint32_t n;
 	const char *zone;
 	uint64_t count;
+	const struct prof_cred *cred;   /* its process's; NULL when never read: no source shown */
 };
 
 /* What -j's letters ask for (p.lua's prof_start). */
@@ -40,6 +54,7 @@ struct prof_view {
 	int min_pct;               /* m<N> */
 	int annotate;              /* -1 none; 3: a (excerpts), 0: A (whole files) */
 	unsigned interval_ms;      /* i<N> */
+	FILE *notes;               /* where a and A say why a file is not shown; NULL: stderr */
 };
 
 /* Parse @letters (NULL or "": the default, "f"); -EINVAL with @err naming the letter. */

@@ -41,6 +41,11 @@ struct psnap {
 	char *exe, *cgroup;        /* read with @v */
 	uid_t uid;                 /* its effective uid, read with @v: who may own its perf map */
 	bool uid_known;
+	uid_t fsuid;               /* its file-system ids and groups, read with @v: what it could */
+	gid_t fsgid;               /* open, as the source files its names carry are opened (-j a) */
+	gid_t *groups;
+	size_t ngroups;
+	bool creds_known;
 	char container[65];        /* a container id in @cgroup, or "" */
 };
 

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,19 +154,75 @@ static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
 	return n;
 }
 
-/* Its effective uid, from /proc/<pid>/status: the owner its perf map must have. */
-static void read_uid(struct psnap *s)
+/*
+ * The numbers of the line at @p, up to its end, into @out (NULL: counted
+ * only): how many, or -1 past @max or past 32 bits.
+ */
+static long parse_ids(const char *p, unsigned int *out, size_t max)
 {
-	unsigned int ruid, euid;
-	char buf[4096], *p;
+	unsigned long long v;
+	size_t n = 0;
+	char *end;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p < '0' || *p > '9')
+			return (long)n;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (n == max || errno || v > UINT32_MAX)
+			return -1;
+		if (out)
+			out[n] = (unsigned int)v;
+		n++;
+		p = end;
+	}
+}
+
+/*
+ * Its ids from /proc/<pid>/status, as the host sees them: the effective
+ * uid, which its perf map must have as owner; the file-system uid and gid
+ * and the supplementary groups, which the kernel checks its opens with (the
+ * source files its JIT names and DWARF lines carry are opened with them,
+ * perfmapctl profile -j a). A Groups line the buffer cut is no groups
+ * known: a number cut in two could be another group's.
+ */
+static void read_creds(struct psnap *s)
+{
+	unsigned int uids[4], gids[4];
+	char buf[16384], *p, *nl;
+	gid_t *groups;
+	long n;
 
 	if (read_proc(s->pid, "status", buf, sizeof(buf)) < 0)
 		return;
 	p = strstr(buf, "\nUid:");
-	if (p && sscanf(p + 5, "%u %u", &ruid, &euid) == 2) {
-		s->uid = (uid_t)euid;
+	n = p ? parse_ids(p + 5, uids, 4) : 0;
+	if (n >= 2) {
+		s->uid = uids[1];
 		s->uid_known = true;
 	}
+	s->creds_known = false;
+	p = strstr(buf, "\nGid:");
+	if (n != 4 || !p || parse_ids(p + 5, gids, 4) != 4)
+		return;
+	p = strstr(buf, "\nGroups:");
+	nl = p ? strchr(p + 1, '\n') : NULL;
+	if (!nl)
+		return;
+	*nl = '\0';
+	n = parse_ids(p + 8, NULL, 1 << 16);
+	groups = n < 0 ? NULL : calloc(n ? (size_t)n : 1, sizeof(*groups));
+	if (!groups)
+		return;
+	parse_ids(p + 8, groups, (size_t)n);
+	free(s->groups);
+	s->groups = groups;
+	s->ngroups = (size_t)n;
+	s->fsuid = uids[3];
+	s->fsgid = gids[3];
+	s->creds_known = true;
 }
 
 /* Its executable's path and its cgroup, for zones: read with its mappings, while it is there. */
@@ -174,7 +231,7 @@ static void read_identity(struct psnap *s)
 	char path[64], buf[4096], *p, *nl;
 	ssize_t n;
 
-	read_uid(s);
+	read_creds(s);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0) {
@@ -288,6 +345,7 @@ static void psnap_free(struct psnap *s)
 	jitmap_free(s->jit);
 	free(s->exe);
 	free(s->cgroup);
+	free(s->groups);
 	free(s);
 }
 

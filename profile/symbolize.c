@@ -384,6 +384,26 @@ int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t
 	return 0;
 }
 
+int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+			     uint32_t image, struct perfmap_creds *out)
+{
+	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, image);
+	const struct psnap *who;
+
+	*out = (struct perfmap_creds){ 0 };
+	if (!ps && image != PSNAP_LATEST)
+		ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	/* A forked child never read is its parent, as its mappings and its map's owner are. */
+	who = ps && !ps->creds_known ? mappings_of(s, ps) : ps;
+	if (!who || !who->creds_known)
+		return -ENOENT;
+	out->uid = who->fsuid;
+	out->gid = who->fsgid;
+	out->ngroups = who->ngroups;
+	out->groups = who->groups;
+	return 0;
+}
+
 void perfmap_symbolizer_free(struct perfmap_symbolizer *s)
 {
 	if (!s)

@@ -220,6 +220,28 @@ PERFMAP_PROFILE_API const char *perfmap_profile_dumpstack(struct perfmap_symboli
 							   const struct perfmap_profile_stack *st,
 							   const char *fmt, int depth, size_t *len);
 
+/* ---- whose eyes a process had (added in 0.1 after the above) ---- */
+
+/* A process's file-system ids and groups, as the host saw them when its mappings were read. */
+struct perfmap_creds {
+	uid_t uid;                 /* its file-system uid: what the kernel checks its opens with */
+	gid_t gid;                 /* its file-system gid */
+	size_t ngroups;
+	const gid_t *groups;       /* its supplementary groups; live until the symbolizer forgets the
+				    * process (perfmap_profile_flush() after its exit) or reads it again */
+};
+
+/*
+ * The credentials of (@pid, @start_ticks)'s image @image (as
+ * perfmap_symbolizer_lookup_image(); UINT32_MAX: the latest) when it was
+ * last read: what it could open, so that a tool opens what its names carry
+ * (a JIT name's or a DWARF line's source file) only as it could have. A
+ * forked child never read has its parent's. 0, or -ENOENT when never read.
+ */
+PERFMAP_PROFILE_API int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid,
+						  uint64_t start_ticks, uint32_t image,
+						  struct perfmap_creds *out);
+
 #ifdef __cplusplus
 }
 #endif

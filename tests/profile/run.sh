@@ -4,7 +4,8 @@
 # functions; its forked child's frames named through the copy perfmapd made,
 # after the child is gone (from retention, and from the archive); a command
 # run under the profiler with its children; the letters on real samples;
-# folded stacks; CPython -X perf where present; and the errors.
+# folded stacks; what -j a opens for an unprivileged JIT, and what it must
+# not; CPython -X perf where present; and the errors.
 #
 #   tests/profile/run.sh BUILD_DIR [SCENARIO...]
 #
@@ -343,6 +344,97 @@ test_planted() {
 	check "planted: its names are not taken for root's code ($(grep -v ^pid "$out" | head -1))" \
 		eval '! grep -q planted_ "$out" && grep -q "Unnamed\|\[anon\]" "$out"'
 	wait "$pid"
+}
+
+# -j a opens the files that JIT names (and DWARF lines) carry, and perfmapctl
+# is root: a JIT of uid 65534 names a 0644 file in a directory only root may
+# search (a canary), /proc/kallsyms (root sees its addresses), /proc again by
+# "..", through a symlink and through a magic link (/proc/self/root), a FIFO,
+# and a file it can read (the control). Root's report must show the
+# control's line and nothing of the others, say why once per file, and not
+# wait on the FIFO. Then the same JIT as root of its own user, pid and mount
+# namespace (unshare -Urpm): its map is perf-<ns pid>.map in its own map
+# directory, which the profiler does not read; perfmapd's mirror makes it
+# <map-dir>/perf-<host pid>.map. That agent mirrors (PERFMAPD_TEST_AGENT_ARGS'
+# --no-mirrors left out), but no other namespace on a shared host: its
+# --ns-map-dir, $WORK/nsroot/maps, is there in the JIT's namespace alone,
+# which mounts $WORK/nsbox (with maps/ in it) over the empty $WORK/nsroot.
+test_annotate_secrets() {
+	local d=$WORK/anno m ns nsdir out=$WORK/anno.out canary names refused RUN_DIR=$WORK/run
+	canary="TOP-SECRET-$RANDOM$RANDOM"
+	mkdir -p "$d/secretdir"
+	chmod 755 "$d"
+	chmod 700 "$d/secretdir"
+	printf 'line1\n%s line2\n%s line3\n' "$canary" "$canary" >"$d/secretdir/notes.txt"
+	printf 'first\nCONTROL-LINE readable by 65534\nthird\n' >"$d/control.js"
+	chmod 644 "$d/secretdir/notes.txt" "$d/control.js"
+	mkfifo -m 666 "$d/fifo"
+	ln -s /proc "$d/proc-link"
+	names=(
+		--name "JS:*secret $d/secretdir/notes.txt:2:1"
+		--name "JS:*secret3 $d/secretdir/notes.txt:3:1"
+		--name "JS:*kallsyms /proc/kallsyms:2:1"
+		--name "JS:*dotdot $d/../../../../../../../proc/kallsyms:3:1"
+		--name "JS:*symlink $d/proc-link/kallsyms:4:1"
+		--name "JS:*magic $d/proc-link/self/root$d/secretdir/notes.txt:2:1"
+		--name "JS:*fifo $d/fifo:1:1"
+		--name "JS:*control $d/control.js:2:1"
+	)
+	refused=(
+		"$d/secretdir/notes.txt" /proc/kallsyms "$d/../../../../../../../proc/kallsyms"
+		"$d/proc-link/kallsyms" "$d/proc-link/self/root$d/secretdir/notes.txt" "$d/fifo"
+	)
+	m=$(new_map_dir)
+	timeout 120 "$CTL" profile -j a --map-dir "$m" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- "$SPLIT" --dir "$m" --run-ms 2000 "${names[@]}" \
+		>"$out" 2>"$out.err"
+	RC=$?
+	annotate_checks "annotate_secrets" "$out" "$canary"
+
+	if ! setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork true 2>"$WORK/unshare.err"; then
+		skip "no unprivileged user namespaces here: $(head -c 200 "$WORK/unshare.err")"
+		return
+	fi
+	m=$(new_map_dir)
+	mkdir -m 755 "$WORK/nsroot" "$WORK/nsbox"
+	mkdir -m 1777 "$WORK/nsbox/maps"
+	ns=$WORK/nsbox/maps
+	nsdir=$WORK/nsroot/maps
+	# This agent mirrors: PERFMAPD_TEST_AGENT_ARGS without its --no-mirrors, for it alone.
+	PERFMAPD_TEST_AGENT_ARGS=${PERFMAPD_TEST_AGENT_ARGS//--no-mirrors/} agent_on "$m" --retention 60 --ns-map-dir "$nsdir" ||
+		{ fail "annotate_secrets: perfmapd did not start"; return; }
+	# shellcheck disable=SC2016 # expanded by the namespace's sh
+	timeout 120 "$CTL" profile -j a --map-dir "$m" --archive-dir "$ARCH" --run-dir "$WORK/run" -- \
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork sh -c \
+		'box=$1 root=$2 dir=$3 jit=$4; shift 4; mount --bind "$box" "$root" && exec "$jit" --dir "$dir" "$@"' \
+		_ "$WORK/nsbox" "$WORK/nsroot" "$nsdir" "$SPLIT" --run-ms 2000 "${names[@]}" >"$out.ns" 2>"$out.ns.err"
+	RC=$?
+	check "annotate_secrets (unshare -Urpm): the JIT ran as pid 1 of its own namespace, its map perf-1.map in its own $nsdir" \
+		eval 'grep -q "^pid 1$" "$out.ns" && [ -s "$ns/perf-1.map" ] && [ ! -e "$nsdir" ]'
+	check "annotate_secrets (unshare -Urpm): perfmapd mirrored it to $m/perf-<host pid>.map (mirrors_started $(status_of "$m" mirrors_started))" \
+		eval 'grep -qs "JS:\*control " "$m"/perf-*.map'
+	annotate_checks "annotate_secrets (unshare -Urpm)" "$out.ns" "$canary"
+	stop_agent || fail "annotate_secrets: perfmapd exited non-zero"
+}
+
+# annotate_checks WHAT OUT CANARY: a -j a report of the names test_annotate_secrets gives (RC its status).
+annotate_checks() {
+	local what=$1 out=$2 canary=$3 f n
+	check "$what: the profile ends, the FIFO not waited on (exit $RC)" test "$RC" = 0
+	check "$what: the control, a file uid 65534 can read, is annotated ($(grep -m1 CONTROL-LINE "$out"))" \
+		grep -Eq '^ +[0-9]+% \| CONTROL-LINE readable by 65534$' "$out"
+	check "$what: no line of the file in root's 0700 directory (the canary) in the report" \
+		eval '! grep -q "$canary" "$out" "$out.err"'
+	check "$what: no kernel address from /proc/kallsyms ($(grep -Em1 '[0-9a-f]{16} [A-Za-z] ' "$out"))" \
+		eval '! grep -Eq "[0-9a-f]{16} [A-Za-z] " "$out"'
+	check "$what: the secret's lines are shown with their shares and no text" \
+		eval 'grep -A1 -F "====== $d/secretdir/notes.txt ======" "$out" | grep -q "^\[Source not shown\]$"'
+	for f in "${refused[@]}"; do
+		n=$(grep -cF "perfmapctl: profile: annotate: $f: not shown: " "$out.err")
+		check "$what: why $f is not shown is said once ($n: $(grep -m1 -F "annotate: $f: " "$out.err" | sed 's/.*not shown: //'))" \
+			test "$n" = 1
+	done
+	[ "$RC" = 0 ] || sed 's/^/    /' "$out" "$out.err" | head -60
 }
 
 # The whole host: the JIT among every other process.

@@ -6,6 +6,7 @@
  *
  *   splitjit [--dir DIR] [--prefix P] [--run-ms MS] [--child] [--child-run-ms MS]
  *            [--after-ms MS] [--wait-map-ms MS] [--fork-delay-ms MS] [--rounds N]
+ *            [--name NAME]...
  *
  * --child: after writing its map, fork a child that runs the loops (for
  * --child-run-ms, then exits) while the parent sleeps; the parent then
@@ -15,6 +16,9 @@
  * --fork-delay-ms: the parent sleeps that long before it forks (a profiler
  * started meanwhile sees the fork). --rounds N: a fixed amount of work
  * instead of a time, for a benchmark to time (the child's, with --child).
+ * --name NAME (up to 32): one loop per NAME, named NAME, each run as long
+ * as the others, instead of the two split ones: names of the kind JIT
+ * runtimes write, carrying a file and a line ("JS:*f /app/x.js:3:10").
  * Prints "pid N" (and "child N") lines. Exit status 0, 1 when the child
  * failed, 2 on usage or set-up errors.
  */
@@ -34,6 +38,7 @@
 #include "../agent/jitloop.h"
 
 #define SLOT 64
+#define NAMES_MAX 32       /* --name: a loop each, SLOT bytes apart in one page */
 #define CHUNK 400000ull   /* iterations of the cold loop per round; the hot one runs 3 times as many */
 
 typedef uint64_t (*loop_fn)(uint64_t);
@@ -47,15 +52,22 @@ static uint64_t now_ms(void)
 }
 
 
+static const char *names[NAMES_MAX];
+static int nnames;
+
 static int write_map(const char *dir, const char *prefix, unsigned char *code)
 {
-	char path[4096], text[512];
-	int fd, n;
+	char path[4096], text[NAMES_MAX * 4200];
+	int fd, n = 0;
 
 	snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)getpid());
-	n = snprintf(text, sizeof(text), "%lx %x %s_hot\n%lx %x %s_cold\n",
-		     (unsigned long)(uintptr_t)code, SLOT, prefix,
-		     (unsigned long)(uintptr_t)(code + SLOT), SLOT, prefix);
+	if (!nnames)
+		n = snprintf(text, sizeof(text), "%lx %x %s_hot\n%lx %x %s_cold\n",
+			     (unsigned long)(uintptr_t)code, SLOT, prefix,
+			     (unsigned long)(uintptr_t)(code + SLOT), SLOT, prefix);
+	for (int i = 0; i < nnames; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "%lx %x %.4000s\n",
+			      (unsigned long)(uintptr_t)(code + i * SLOT), SLOT, names[i]);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n) {
 		fprintf(stderr, "splitjit: %s: %s\n", path, strerror(errno));
@@ -74,6 +86,11 @@ static void run(unsigned char *code, uint64_t ms)
 	volatile uint64_t sink = 0;
 
 	while (rounds ? r++ < rounds : now_ms() < end) {
+		if (nnames) {
+			for (int i = 0; i < nnames; i++)
+				sink += ((loop_fn)(void *)(code + i * SLOT))(CHUNK);
+			continue;
+		}
 		sink += hot(3 * CHUNK);
 		sink += cold(CHUNK);
 	}
@@ -107,6 +124,7 @@ int main(int argc, char **argv)
 		{ "wait-map-ms", required_argument, NULL, 'w' },
 		{ "fork-delay-ms", required_argument, NULL, 'D' },
 		{ "rounds", required_argument, NULL, 'R' },
+		{ "name", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = "/tmp", *prefix = "split";
@@ -126,6 +144,13 @@ int main(int argc, char **argv)
 		case 'w': wait_ms = strtoull(optarg, NULL, 10); break;
 		case 'D': delay_ms = strtoull(optarg, NULL, 10); break;
 		case 'R': rounds = strtoull(optarg, NULL, 10); break;
+		case 'n':
+			if (nnames == NAMES_MAX) {
+				fprintf(stderr, "splitjit: --name: %d at most\n", NAMES_MAX);
+				return 2;
+			}
+			names[nnames++] = optarg;
+			break;
 		default: return 2;
 		}
 	}
@@ -134,8 +159,8 @@ int main(int argc, char **argv)
 		perror("splitjit: mmap");
 		return 2;
 	}
-	emit_loop(code);
-	emit_loop(code + SLOT);
+	for (int i = 0; i < (nnames ? nnames : 2); i++)
+		emit_loop(code + i * SLOT);
 	if (write_map(dir, prefix, code))
 		return 2;
 	printf("pid %d\n", (int)getpid());

@@ -2,7 +2,8 @@
  * profile_report: every letter of perfmapctl profile -j on one fixed set of
  * samples, against the output LuaJIT's -jp gives for the same counts: the
  * keys, their order, the percentages, the second levels and their indents,
- * folded stacks, raw counts, the minimum, annotation, and bad letters.
+ * folded stacks, raw counts, the minimum, annotation, and bad letters;
+ * and which source files annotation may open, as which process.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,12 +11,15 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile_annotate.h"
 #include "profile_report.h"
 #include "testutil.h"
 
@@ -36,10 +40,10 @@ static const struct prof_frame s3[] = { sysc, entry, wr, main12, start };
 static const struct prof_frame s4[] = { anon, main12, start };
 
 static const struct prof_sample set[] = {
-	{ s1, 3, "container:aaaaaaaaaaaa", 60 },
-	{ s2, 3, "container:aaaaaaaaaaaa", 20 },
-	{ s3, 5, "/user.slice", 15 },
-	{ s4, 3, "/user.slice", 5 },
+	{ s1, 3, "container:aaaaaaaaaaaa", 60, NULL },
+	{ s2, 3, "container:aaaaaaaaaaaa", 20, NULL },
+	{ s3, 5, "/user.slice", 15, NULL },
+	{ s4, 3, "/user.slice", 5, NULL },
 };
 
 static char out[16384];
@@ -250,10 +254,24 @@ static void test_F_wins_and_G_keeps_its_scope(void **state)
 	assert_non_null(strstr(out, "__libc_start_call_main;app.c:12;write;entry_SYSCALL_64;do_syscall_64 15\n"));
 }
 
+/* The test's own credentials: a process of ours could read what the test makes. */
+static struct prof_cred self;
+static gid_t self_groups[256];
+
+static const struct prof_cred *our_cred(void)
+{
+	int n = getgroups(256, self_groups);
+
+	assert_true(n >= 0);
+	self = (struct prof_cred){ geteuid(), getegid(), (size_t)n, self_groups };
+	return &self;
+}
+
 /* a: excerpts of the source with each sampled line's share; A: the whole file. */
 static void test_a_and_A_annotate_the_source(void **state)
 {
 	char *dir = tu_mkdtemp(), path[1024], lines[2048] = "";
+	const struct prof_cred *me = our_cred();
 	struct prof_frame f10, f12;
 	struct prof_sample ss[2];
 	struct prof_view v;
@@ -268,8 +286,8 @@ static void test_a_and_A_annotate_the_source(void **state)
 	chmod(path, 0644);
 	f10 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 10, 'C' };
 	f12 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 12, 'C' };
-	ss[0] = (struct prof_sample){ &f10, 1, NULL, 75 };
-	ss[1] = (struct prof_sample){ &f12, 1, NULL, 25 };
+	ss[0] = (struct prof_sample){ &f10, 1, NULL, 75, me };
+	ss[1] = (struct prof_sample){ &f12, 1, NULL, 25, me };
 
 	assert_int_equal(prof_view_parse("a", &v, err, sizeof(err)), 0);
 	f = fmemopen(out, sizeof(out), "w");
@@ -288,29 +306,237 @@ static void test_a_and_A_annotate_the_source(void **state)
 	assert_non_null(strstr(out, "      | line 1\n"));
 	assert_non_null(strstr(out, "  75% | line 10\n"));
 	assert_non_null(strstr(out, "      | line 20\n"));
+	unlink(path);
+	tu_rmdir(dir);
+}
 
-	/* A file only its owner may read is never shown: root would show a user's secret to another. */
-	chmod(path, 0600);
+static const gid_t no_groups[1];
+static const gid_t group_4242[] = { 4242 };
+static const struct prof_cred nobody = { 65534, 65534, 0, no_groups };
+static const struct prof_cred nobody_4242 = { 65534, 65534, 1, group_4242 };
+static const struct prof_cred root_cred = { 0, 0, 0, no_groups };
+
+/* prof_source_open(@path) as @c: 0 (the fd closed), or -errno with the reason in @why. */
+static int try_open(const char *path, const struct prof_cred *c, char *why, size_t len)
+{
+	int fd, err;
+
+	why[0] = '\0';
+	err = prof_source_open(path, c, &fd, why, len);
+	if (!err) {
+		assert_true(fd >= 0);
+		close(fd);
+	} else {
+		assert_int_equal(fd, -1);
+		assert_true(why[0] != '\0');
+	}
+	return err;
+}
+
+/*
+ * The decision: a source file is opened only as the process that names it
+ * could have (uid 65534 here), through every directory on its path and
+ * every symlink, never on /proc, /sys or /dev however it is reached, never
+ * a FIFO, a device or a huge file. Root: it takes another uid's ids.
+ */
+static void test_sources_open_as_the_process_could(void **state)
+{
+	char *dir, p[1024], q[1024], why[256];
+	const char *tmpdir = getenv("TMPDIR");
+	char *saved = tmpdir ? strdup(tmpdir) : NULL;
+	int fd;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();  /* only root can act as another uid */
+	/* A directory uid 65534 can reach: run-unit.sh's TMPDIR is root's alone. */
+	setenv("TMPDIR", "/var/tmp", 1);
+	dir = tu_mkdtemp();
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+
+	/* The control: world-readable in searchable directories. */
+	snprintf(p, sizeof(p), "%s/ok.txt", dir);
+	tu_write(p, "ok\n", 3);
+	assert_int_equal(chmod(p, 0644), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), 0);
+	/* ... and through a symlink the uid may follow. */
+	snprintf(q, sizeof(q), "%s/ok-link", dir);
+	assert_int_equal(symlink(p, q), 0);
+	assert_int_equal(try_open(q, &nobody, why, sizeof(why)), 0);
+
+	/* 0644, in a directory only root may search: what the issue found printed. */
+	snprintf(p, sizeof(p), "%s/secretdir", dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/secretdir/notes.txt", dir);
+	tu_write(p, "line1\nTOP-SECRET line2\n", 23);
+	assert_int_equal(chmod(p, 0644), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "uid 65534 cannot reach it"));
+	/* Root's own process may: its uid owns the directory (no capability needed). */
+	assert_int_equal(try_open(p, &root_cred, why, sizeof(why)), 0);
+	/* A symlink to it is no way around the directory. */
+	snprintf(q, sizeof(q), "%s/secret-link", dir);
+	assert_int_equal(symlink(p, q), 0);
+	assert_int_equal(try_open(q, &nobody, why, sizeof(why)), -EACCES);
+
+	/* The file's own bits: owner, group (supplementary groups too), others. */
+	snprintf(p, sizeof(p), "%s/mode.txt", dir);
+	tu_write(p, "x\n", 2);
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "uid 65534 may not read it"));
+	assert_int_equal(chown(p, 65534, 0), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), 0);
+	assert_int_equal(chown(p, 0, 4242), 0);
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EACCES);
+	assert_int_equal(try_open(p, &nobody_4242, why, sizeof(why)), 0);
+	/* Root without root's capabilities: another's 0600 file is not root's process's to read. */
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(try_open(p, &root_cred, why, sizeof(why)), -EACCES);
+
+	/* /proc, however it is reached: by name, by "..", by a symlink, by a magic link. */
+	assert_int_equal(try_open("/proc/kallsyms", &nobody, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "on /proc, /sys or /dev"));
+	assert_int_equal(try_open("/proc/kallsyms", &root_cred, why, sizeof(why)), -EPERM);
+	snprintf(p, sizeof(p), "%s/../../../../../../../proc/kallsyms", dir);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EPERM);
+	snprintf(q, sizeof(q), "%s/proc-link", dir);
+	assert_int_equal(symlink("/proc", q), 0);
+	snprintf(p, sizeof(p), "%s/proc-link/kallsyms", dir);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EPERM);
+	snprintf(p, sizeof(p), "%s/proc-link/self/root%s/ok.txt", dir, dir);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -ELOOP);
+	snprintf(p, sizeof(p), "%s/proc-link/1/root%s/ok.txt", dir, dir);
+	assert_true(try_open(p, &nobody, why, sizeof(why)) < 0);
+	if (!access("/sys/kernel/notes", F_OK))
+		assert_int_equal(try_open("/sys/kernel/notes", &nobody, why, sizeof(why)), -EPERM);
+	assert_true(try_open("/dev/null", &nobody, why, sizeof(why)) < 0);
+
+	/* A FIFO is refused at once, never waited on; so is a file past 64 MiB. */
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0666), 0);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "not a regular file"));
+	snprintf(p, sizeof(p), "%s/big", dir);
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (65 << 20)), 0);
+	close(fd);
+	assert_int_equal(try_open(p, &nobody, why, sizeof(why)), -EFBIG);
+
+	/* A process whose credentials were never read opens nothing. */
+	snprintf(p, sizeof(p), "%s/ok.txt", dir);
+	assert_int_equal(try_open(p, NULL, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "never read"));
+
+	/* The thread acted as 65534; the test is root again. */
+	assert_int_equal(setfsuid((uid_t)-1), 0);
+	tu_rmdir(dir);
+}
+
+/*
+ * In the report: a file refused shows its lines' shares and no text, and
+ * says why once on the notes however many lines it has; a file named by
+ * two processes is shown only if both may read it.
+ */
+static void test_a_shows_what_the_process_could_read(void **state)
+{
+	char *dir, secret[1024], ok[1024], notes[4096], want[2048];
+	const char *tmpdir = getenv("TMPDIR");
+	char *saved = tmpdir ? strdup(tmpdir) : NULL;
+	struct prof_frame fs2, fs3, fo2;
+	struct prof_sample ss[3];
+	struct prof_view v;
+	char err[128];
+	FILE *f;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();  /* only root can act as another uid */
+	setenv("TMPDIR", "/var/tmp", 1);
+	dir = tu_mkdtemp();
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(secret, sizeof(secret), "%s/secretdir", dir);
+	assert_int_equal(mkdir(secret, 0700), 0);
+	snprintf(secret, sizeof(secret), "%s/secretdir/notes.txt", dir);
+	tu_write(secret, "line1\nTOP-SECRET line2\nTOP-SECRET line3\n", 40);
+	assert_int_equal(chmod(secret, 0644), 0);
+	snprintf(ok, sizeof(ok), "%s/ok.txt", dir);
+	tu_write(ok, "first\nCONTROL line2\n", 20);
+	assert_int_equal(chmod(ok, 0644), 0);
+	fs2 = (struct prof_frame){ "JS:*a", "/tmp/perf-1.map", 0, secret, 2, 'J' };
+	fs3 = (struct prof_frame){ "JS:*b", "/tmp/perf-1.map", 0, secret, 3, 'J' };
+	fo2 = (struct prof_frame){ "JS:*c", "/tmp/perf-1.map", 0, ok, 2, 'J' };
+	ss[0] = (struct prof_sample){ &fs2, 1, NULL, 40, &nobody };
+	ss[1] = (struct prof_sample){ &fs3, 1, NULL, 20, &nobody };
+	ss[2] = (struct prof_sample){ &fo2, 1, NULL, 40, &nobody };
+
+	assert_int_equal(prof_view_parse("a", &v, err, sizeof(err)), 0);
+	memset(notes, 0, sizeof(notes));
+	v.notes = fmemopen(notes, sizeof(notes), "w");
+	assert_non_null(v.notes);
 	f = fmemopen(out, sizeof(out), "w");
-	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	assert_int_equal(prof_report(ss, 3, &v, f), 0);
 	fclose(f);
-	assert_non_null(strstr(out, "not readable by everyone: not shown"));
-	assert_null(strstr(out, "line 10"));
-	/* Nor a FIFO (it would block), nor what a symlink points at. */
-	unlink(path);
-	assert_int_equal(mkfifo(path, 0644), 0);
+	fclose(v.notes);
+	assert_null(strstr(out, "TOP-SECRET"));
+	snprintf(want, sizeof(want), "\n====== %s ======\n[Source not shown]\n@@ 2 @@\n  40%% |\n@@ 3 @@\n  20%% |\n",
+		 secret);
+	assert_non_null(strstr(out, want));
+	/* The control is shown. */
+	assert_non_null(strstr(out, "  40% | CONTROL line2\n"));
+	/* Why, once for the file, not once per line. */
+	snprintf(want, sizeof(want), "perfmapctl: profile: annotate: %s: not shown: uid 65534 cannot reach it: Permission denied\n",
+		 secret);
+	assert_string_equal(notes, want);
+
+	/* Root's process may read the secret; a sample of 65534's at one of its lines keeps it hidden. */
+	ss[0].cred = &root_cred;
+	ss[1].cred = &nobody;
+	memset(notes, 0, sizeof(notes));
+	v.notes = fmemopen(notes, sizeof(notes), "w");
 	f = fmemopen(out, sizeof(out), "w");
-	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	assert_int_equal(prof_report(ss, 3, &v, f), 0);
 	fclose(f);
-	assert_non_null(strstr(out, "not a regular file"));
-	unlink(path);
-	assert_int_equal(symlink("/etc/passwd", path), 0);
+	fclose(v.notes);
+	assert_null(strstr(out, "TOP-SECRET"));
+	assert_non_null(strstr(notes, "uid 65534 cannot reach it"));
+	/* Root's alone: shown. */
+	ss[1].cred = &root_cred;
+	memset(notes, 0, sizeof(notes));
+	v.notes = fmemopen(notes, sizeof(notes), "w");
 	f = fmemopen(out, sizeof(out), "w");
-	assert_int_equal(prof_report(ss, 2, &v, f), 0);
+	assert_int_equal(prof_report(ss, 3, &v, f), 0);
 	fclose(f);
-	assert_null(strstr(out, "root:"));
-	assert_non_null(strstr(out, "====== ERROR: "));
-	unlink(path);
+	fclose(v.notes);
+	assert_non_null(strstr(out, "  40% | TOP-SECRET line2\n"));
+	assert_string_equal(notes, "");
+	/* With r: counts, and still no text. A process never read: nothing shown. */
+	ss[0].cred = NULL;
+	assert_int_equal(prof_view_parse("ar", &v, err, sizeof(err)), 0);
+	memset(notes, 0, sizeof(notes));
+	v.notes = fmemopen(notes, sizeof(notes), "w");
+	f = fmemopen(out, sizeof(out), "w");
+	assert_int_equal(prof_report(ss, 3, &v, f), 0);
+	fclose(f);
+	fclose(v.notes);
+	assert_null(strstr(out, "TOP-SECRET"));
+	assert_non_null(strstr(out, "@@ 2 @@\n   40 |\n"));
+	assert_non_null(strstr(notes, "never read"));
 	tu_rmdir(dir);
 }
 
@@ -320,7 +546,7 @@ static void test_names_are_escaped(void **state)
 	static const struct prof_frame evil = { "a\x1b[2J;b\xff\\c", "/tmp/perf-1.map", 0, NULL, 0, 'J' };
 	static const struct prof_frame caller = { "main", "/usr/bin/app", 0, NULL, 0, 'C' };
 	struct prof_frame fr[2] = { evil, caller };
-	struct prof_sample ss = { fr, 2, "zone\n100%  forged", 1 };
+	struct prof_sample ss = { fr, 2, "zone\n100%  forged", 1, NULL };
 	struct prof_view v;
 	char err[128];
 	FILE *f;
@@ -361,6 +587,8 @@ int main(void)
 		cmocka_unit_test(test_no_samples),
 		cmocka_unit_test(test_F_wins_and_G_keeps_its_scope),
 		cmocka_unit_test(test_a_and_A_annotate_the_source),
+		cmocka_unit_test(test_sources_open_as_the_process_could),
+		cmocka_unit_test(test_a_shows_what_the_process_could_read),
 		cmocka_unit_test(test_names_are_escaped),
 	};
 

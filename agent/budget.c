@@ -8,6 +8,7 @@
 
 #include "budget.h"
 #include "pidmap.h"
+#include "subids.h"
 
 #define PRUNE_AT 256   /* records before a prune of the full buckets */
 
@@ -72,9 +73,18 @@ static void prune(struct budget *b, uint64_t now_ns)
 	b->prune_at = b->uids.count * 2 > PRUNE_AT ? b->uids.count * 2 : PRUNE_AT;
 }
 
+/*
+ * A user's subordinate uids (its rootless containers' ids) share its bucket:
+ * 65,536 uids of one user are not 65,536 budgets.
+ */
+static pid_t key_of(uid_t uid)
+{
+	return (pid_t)subids_owner(uid);
+}
+
 static struct bucket *bucket_of(struct budget *b, uid_t uid, uint64_t now_ns)
 {
-	struct bucket *k = (struct bucket *)pidmap_find(&b->uids, (pid_t)uid);
+	struct bucket *k = (struct bucket *)pidmap_find(&b->uids, key_of(uid));
 
 	if (k)
 		return k;
@@ -83,7 +93,7 @@ static struct bucket *bucket_of(struct budget *b, uid_t uid, uint64_t now_ns)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	k->node.pid = (pid_t)uid;
+	k->node.pid = key_of(uid);
 	k->level = b->burst;
 	k->at_ns = now_ns;
 	pidmap_insert(&b->uids, &k->node);
@@ -130,7 +140,7 @@ void budget__settle(struct budget *b, uid_t uid, uint64_t taken, uint64_t used)
 
 	if (!b->rate || taken == used)
 		return;
-	k = (struct bucket *)pidmap_find(&b->uids, (pid_t)uid);
+	k = (struct bucket *)pidmap_find(&b->uids, key_of(uid));
 	if (!k)
 		return;  /* pruned: full, nothing to give back */
 	if (used < taken)

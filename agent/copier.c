@@ -18,6 +18,7 @@
 #include "copier.h"
 #include "log.h"
 #include "mapfile.h"
+#include "subids.h"
 
 #define MAX_THREADS 8
 /* Below the event loop's share of the CPU: a copy waits, a fork's small copy does not. */
@@ -260,13 +261,15 @@ int copier__fd(const struct copier *c)
 	return c->efd;
 }
 
+/* Queued for @uid's user: a user's subordinate uids count as the user. */
 static unsigned int queued_of(const struct copier *c, uid_t uid)
 {
 	const struct copy_job *j;
 	unsigned int n = 0;
+	uid_t owner = subids_owner(uid);
 
 	for (j = c->jobs; j; j = j->next)
-		n += j->rq.uid == uid && j->state == JOB_QUEUED;
+		n += subids_owner(j->rq.uid) == owner && j->state == JOB_QUEUED;
 	return n;
 }
 

@@ -22,6 +22,7 @@
 #include "mirror_internal.h"
 #include "perfmap_tools.h"
 #include "procfs.h"
+#include "subids.h"
 
 /* The container of an ended mirror, until its map is archived. */
 struct tag_rec {
@@ -45,9 +46,11 @@ const char *mirror__where(const struct mirror *mi)
 	return mi->where;
 }
 
+/* Counted per user: a user's subordinate uids count as the user. */
 struct uid_count *mirror__uid(struct mirrors *m, uid_t uid)
 {
-	return (struct uid_count *)pidmap_get(&m->uids, (pid_t)uid, sizeof(struct uid_count));
+	return (struct uid_count *)pidmap_get(&m->uids, (pid_t)subids_owner(uid),
+					      sizeof(struct uid_count));
 }
 
 static void close_mirror(struct mirrors *m, struct mirror *mi)
@@ -154,6 +157,26 @@ static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid
 	mirror__try_source(m, mi);
 }
 
+/*
+ * Is @rq's user namespace's root the host's root (a rootful container's)?
+ * By its uid_map, or, gone already, by a live ancestor's in its mount
+ * namespace (a mount namespace's processes share its owner's). Not known:
+ * no (root's files are then not taken to be its).
+ */
+static bool root_is_host_root(const struct ns_req *rq)
+{
+	struct idmap map;
+	size_t i;
+
+	if (!idmap_read(rq->pid, "uid_map", &map) && procfs_is(rq->pid, rq->start_ticks))
+		return idmap_root_is_host_root(&map);
+	for (i = 0; i < sizeof(rq->kin) / sizeof(rq->kin[0]); i++)
+		if (rq->kin[i] > 0 && !idmap_read(rq->kin[i], "uid_map", &map) &&
+		    procfs_ns(rq->kin[i], "mnt") == rq->mnt_ns)
+			return idmap_root_is_host_root(&map);
+	return false;
+}
+
 static int new_mirror(struct mirrors *m, struct nsdir *d, const struct ns_req *rq,
 		      enum ns_place *place, uint64_t now_ns)
 {
@@ -187,6 +210,7 @@ static int new_mirror(struct mirrors *m, struct nsdir *d, const struct ns_req *r
 	mi->start_ticks = rq->start_ticks;
 	mi->uid = rq->uid;
 	mi->gid = rq->gid;
+	mi->root_ok = root_is_host_root(rq);
 	mi->src_fd = -1;
 	mi->dst_fd = -1;
 	mi->polled_ns = now_ns;
@@ -637,7 +661,7 @@ struct mirrors *mirrors__new(const struct mirror_config *cfg)
 		return NULL;
 	m->cfg = *cfg;
 	m->dirs.ifd = -1;
-	if (nsdirs_init(&m->dirs, cfg->map_dir_fd))
+	if (nsdirs_init(&m->dirs, cfg->map_dir_fd, cfg->ns_map_dir))
 		goto free_m;
 	m->buf = malloc(PASS_BYTES);
 	m->budget = budget__new(cfg->rate, cfg->burst);

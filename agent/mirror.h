@@ -26,12 +26,29 @@ struct mirror_config {
 	uint64_t rate, burst;        /* bytes each uid's mirrors may write a second, saved up */
 };
 
+/*
+ * Why nothing was created, appended to or removed in a namespace's own map
+ * directory for a process (a fork's copy then goes to its mirror alone):
+ * counted, and said once per directory and reason.
+ */
+enum ns_write_refusal {
+	NSW_NOT_ITS_DIR,  /* owned by a uid its user namespace does not map: a host path, not its own */
+	NSW_UNMAPPED,     /* its own uid or gid has no mapping in the user namespace */
+	NSW_DENIED,       /* its own credentials do not allow it (the kernel's answer, acting as it) */
+	NSW_GONE,         /* gone, or its pid another's: nobody to act for */
+	NSW__COUNT,
+};
+
+/* The status key of a refusal to write: "ns_writes_refused_denied", ... */
+const char *ns_write_refusal_key(enum ns_write_refusal r);
+
 /* Bins of the lag histogram: milliseconds, the last one "and more". */
 #define MIRROR_LAG_BINS 2048
 
 struct mirror_stats {
 	uint64_t started, ended;
 	uint64_t bytes, lines;
+	uint64_t lines_dropped;      /* lines of maps in namespaces that are no entry: not mirrored, nor copied */
 	uint64_t over_size;          /* stopped at the size bound */
 	uint64_t dest_taken;         /* <map dir>/perf-<host pid>.map was another file: no mirror */
 	uint64_t ns_copies, ns_copies_failed, ns_copies_existing;
@@ -49,6 +66,7 @@ struct mirror_stats {
 	uint64_t over_limit;         /* past the bounds on mirrors or directories: not mirrored */
 	uint64_t refused[NSR__COUNT];
 	uint64_t refused_total;
+	uint64_t writes_refused[NSW__COUNT];
 	uint64_t lag_max_ms;
 	uint64_t lag[MIRROR_LAG_BINS];
 };

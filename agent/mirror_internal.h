@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "creds.h"
 #include "inherit.h"
 #include "log.h"
 #include "mirror.h"
@@ -80,6 +81,12 @@ struct mirror {
 	bool over_limit;             /* counted once as over the bounds on open mirrors */
 	bool dest_blocked;           /* counted once: another file at its host path */
 	bool uid_changed;            /* its process changed uid: root's maps are no longer its own */
+	/*
+	 * Its user namespace's root is the host's (a rootful container's): a
+	 * map of root's in its own directory may be its, made before it dropped
+	 * root. Elsewhere root's files are nobody's maps but root's.
+	 */
+	bool root_ok;
 	dev_t refused_dev;           /* the file last refused: counted once */
 	ino_t refused_ino;
 	/* The copy made for it at a fork: an exec finding it unwritten removes it. */
@@ -115,6 +122,19 @@ struct uid_count {
 /* mirror.c */
 struct uid_count *mirror__uid(struct mirrors *m, uid_t uid);
 const char *mirror__where(const struct mirror *mi);
+
+/* mirror_ns.c: acting in a namespace's own directory */
+/*
+ * Before the agent creates, appends to or removes anything in @mi's
+ * directory for it: its credentials now (@c), and whether the directory is
+ * its namespace's own. 0, or -EPERM (refused, counted and said once per
+ * directory and reason; the host's directories silently: never written for
+ * a namespace).
+ */
+int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c);
+/* The kernel refused what was done as @mi (-@err): counted and said as a refusal. */
+void mirror__act_refused(struct mirrors *m, const struct mirror *mi, const struct proc_creds *c,
+			 int err);
 
 /* mirror_sync.c: one mirror */
 /* A refusal of @st (NULL: of no file), counted and said once per file. */

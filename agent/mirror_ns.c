@@ -3,9 +3,13 @@
  * of its parent's entries under the child's own pid, made a bounded part at
  * a time; that copy removed at the child's exec when still unwritten; and an
  * ended process's map removed when another process takes its pid there,
- * unwritten since. A file is removed only while its name is still that
- * inode and no one has it open for writing (a read lease), and never in the
- * host's map directory, where a name may be any host process's.
+ * unwritten since. Each is done as the process it is done for, with its own
+ * file-system ids, groups and capabilities (creds.c), and only in a
+ * directory its user namespace maps the owner of: the kernel then allows
+ * only what the process could have done itself. A file is removed only
+ * while its name is still that inode and no one has it open for writing (a
+ * read lease), and never in the host's directories (the map directory, the
+ * host's own /tmp), where a name may be any host process's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actas.h"
 #include "budget.h"
 #include "mapname.h"
 #include "mirror_internal.h"
 #include "perfmap_tools.h"
-#include "privs.h"
 #include "procfs.h"
 
 /*
@@ -66,23 +70,116 @@ static int file_times(int fd, uint64_t *btime_ns, uint64_t *ctime_ns)
 	return 0;
 }
 
-/*
- * Remove @name in @mi's directory while it is still @fd's file and no one
- * has it open for writing: the read lease fails then, and would be broken
- * by an open for writing before the unlink. True when removed.
- */
-static bool unlink_unwritten(struct mirror *mi, const char *name, int fd, const struct stat *st)
-{
-	struct stat at;
-	bool gone = false;
+/* ---- acting as the process ---- */
 
-	if (mi->dir->is_map_dir || fcntl(fd, F_SETLEASE, F_RDLCK))
+static const struct {
+	const char *words, *key;
+} write_refusals[NSW__COUNT] = {
+	[NSW_NOT_ITS_DIR] = { "is owned by a uid its user namespace does not map: not the namespace's own directory",
+			      "ns_writes_refused_not_its_dir" },
+	[NSW_UNMAPPED] = { "would get ids its user namespace does not map",
+			   "ns_writes_refused_unmapped" },
+	[NSW_DENIED] = { "is not writable by it: its own credentials do not allow it",
+			 "ns_writes_refused_denied" },
+	[NSW_GONE] = { "was not written: it was gone", "ns_writes_refused_gone" },
+};
+
+const char *ns_write_refusal_key(enum ns_write_refusal r)
+{
+	return r < NSW__COUNT ? write_refusals[r].key : "ns_writes_refused_unknown";
+}
+
+/* Counted each time; said once per directory and reason. @c: NULL when gone. */
+static void refuse_write(struct mirrors *m, const struct mirror *mi, enum ns_write_refusal why,
+			 const struct proc_creds *c)
+{
+	static const char *const tags[NSW__COUNT] = { "ns-write-dir", "ns-write-unmapped",
+						      "ns-write-denied", "ns-write-gone" };
+
+	m->stats.writes_refused[why]++;
+	if (why == NSW_GONE || !log_first_time(mi->dir->dev, mi->dir->ino, tags[why]))
+		return;
+	pr_warn("mirror %d (%s): %s in %s %s (uid %u, gid %u); nothing is created or removed there for it, its fork copies go to its mirror alone (said once for this directory)",
+		(int)mi->pid, mi->comm, m->cfg.ns_map_dir, mirror__where(mi), write_refusals[why].words,
+		c ? (unsigned int)c->fsuid : (unsigned int)mi->uid,
+		c ? (unsigned int)c->fsgid : (unsigned int)mi->gid);
+}
+
+int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c)
+{
+	struct stat st;
+
+	if (mi->dir->is_host)
+		return -EPERM;
+	if (creds_read(mi->pid, mi->start_ticks, c)) {
+		refuse_write(m, mi, NSW_GONE, NULL);
+		return -EPERM;
+	}
+	/* What it makes gets its ids: ids with no name inside are nobody's there (EOVERFLOW). */
+	if (!idmap_has(&c->uid_map, c->fsuid) || !idmap_has(&c->gid_map, c->fsgid)) {
+		refuse_write(m, mi, NSW_UNMAPPED, c);
+		return -EPERM;
+	}
+	/*
+	 * A directory of a uid its namespace does not map is not the
+	 * namespace's: a host directory bind-mounted there (root's, another
+	 * user's), whatever its mode says.
+	 */
+	if (fstat(mi->dir->fd, &st) || !idmap_has(&c->uid_map, st.st_uid)) {
+		refuse_write(m, mi, NSW_NOT_ITS_DIR, c);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* The calling thread as @c; said once when the agent cannot (it lacks CAP_SETUID or CAP_SETGID). */
+static int act_begin(const struct proc_creds *c)
+{
+	int err = actas_begin(c);
+
+	if (err && log_first_time(0, 0, "creds-act"))
+		pr_warn("privileges: cannot act with a process's own ids (%s): nothing is created or removed in containers' directories",
+			strerror(-err));
+	return err;
+}
+
+void mirror__act_refused(struct mirrors *m, const struct mirror *mi, const struct proc_creds *c,
+			 int err)
+{
+	if (err == -EOVERFLOW)
+		refuse_write(m, mi, NSW_UNMAPPED, c);
+	else if (err == -EACCES || err == -EPERM || err == -EROFS)
+		refuse_write(m, mi, NSW_DENIED, c);
+}
+
+/*
+ * Remove @name in @mi's directory, as @mi, while it is still @fd's file and
+ * no one has it open for writing: the read lease (the agent's) fails then,
+ * and would be broken by an open for writing before the unlink. True when
+ * removed.
+ */
+static bool unlink_unwritten(struct mirrors *m, struct mirror *mi, const char *name, int fd,
+			     const struct stat *st)
+{
+	struct proc_creds c;
+	struct stat at;
+	int err;
+
+	if (mirror__may_act(m, mi, &c) || fcntl(fd, F_SETLEASE, F_RDLCK))
 		return false;
-	if (!fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW) && at.st_dev == st->st_dev &&
-	    at.st_ino == st->st_ino)
-		gone = !unlinkat(mi->dir->fd, name, 0);
+	err = act_begin(&c);
+	if (!err) {
+		if (fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW))
+			err = -errno;
+		else if (at.st_dev != st->st_dev || at.st_ino != st->st_ino)
+			err = -ESTALE;
+		else if (unlinkat(mi->dir->fd, name, 0))
+			err = -errno;
+		actas_end();
+		mirror__act_refused(m, mi, &c, err);
+	}
 	fcntl(fd, F_SETLEASE, F_UNLCK);
-	return gone;
+	return !err;
 }
 
 /* ---- fork copies ---- */
@@ -131,9 +228,11 @@ size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint6
 			goto done;
 		return 0;  /* a small part of the tick was left: the next one reads a whole line */
 	}
-	kept = inherit_filter(&c->in, m->buf, whole, &left_out);
+	/* Entries only, as they are in a mirror: the parent's map is any bytes its owner wrote. */
+	kept = perfmap__canonical_lines(m->buf, whole, &m->stats.lines_dropped);
+	kept = inherit_filter(&c->in, m->buf, kept, &left_out);
 	m->stats.ns_copy_entries_left_out += (uint64_t)left_out;
-	if (perfmap__write_all(c->dst_fd, m->buf, kept)) {
+	if (kept && perfmap__write_all(c->dst_fd, m->buf, kept)) {
 		m->stats.ns_copies_failed++;
 		goto done;
 	}
@@ -154,7 +253,7 @@ done:
  * parent's entries appended, as the host does: only the child's uid's regular
  * file, ending in a whole line (-EAGAIN), and not beginning with the parent's
  * first line already (its runtime copied them itself: -EALREADY). The fd, or
- * -errno. The open for writing is the only one that needs CAP_DAC_OVERRIDE.
+ * -errno. Called as the child (actas_begin()): it opens its own file.
  */
 static int open_own(struct mirrors *m, const struct mirror *child, int parent_fd)
 {
@@ -185,9 +284,7 @@ static int open_own(struct mirrors *m, const struct mirror *child, int parent_fd
 	}
 	/* The inode checked, reopened for appending: nothing can be swapped in between. */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", rfd);
-	privs_override_begin();
 	wfd = open(self, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	privs_override_end();
 	if (wfd < 0) {
 		wfd = -errno;
 	} else if (fstat(wfd, &wst) || wst.st_ino != st.st_ino || wst.st_dev != st.st_dev) {
@@ -199,9 +296,59 @@ close_rfd:
 	return wfd;
 }
 
+/*
+ * The child's file in its own directory for the parent's entries, made or
+ * opened as the child: a new one (its identity noted, so that an exec
+ * finding it unwritten removes it), or its runtime's own, appended to. The
+ * fd; -EPERM when nothing may be written there for it (refused: the
+ * entries go to its mirror alone); -EEXIST when it has its map and needs
+ * none; or -errno.
+ */
+static int copy_in_dir(struct mirrors *m, struct mirror *child, int parent_fd, mode_t mode)
+{
+	struct proc_creds cr;
+	struct stat st;
+	int fd, err;
+
+	err = mirror__may_act(m, child, &cr);
+	if (!err)
+		err = act_begin(&cr);
+	if (err)
+		return -EPERM;
+	fd = nsroot_create_map(child->dir->fd, child->ns_pid, mode);
+	if (fd == -EEXIST) {
+		/* Its runtime made its own first: the parent's entries follow its lines. */
+		fd = open_own(m, child, parent_fd);
+		actas_end();
+		if (fd >= 0) {
+			m->stats.ns_copies_appended++;
+			return fd;
+		}
+		m->stats.ns_copies_existing++;
+		/* -EPERM there: its map is another uid's; not a refusal to fall back from. */
+		return fd == -EALREADY || fd == -EPERM ? -EEXIST : fd;
+	}
+	actas_end();
+	if (fd == -EACCES || fd == -EPERM || fd == -EROFS || fd == -EOVERFLOW) {
+		mirror__act_refused(m, child, &cr, fd);
+		return -EPERM;
+	}
+	if (fd < 0) {
+		m->stats.ns_copies_failed++;
+		return fd;
+	}
+	if (!fstat(fd, &st)) {
+		child->copy_dev = st.st_dev;
+		child->copy_ino = st.st_ino;
+		child->copy_size = 0;
+	}
+	return fd;
+}
+
 int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		  uint64_t now_ns)
 {
+	bool in_dir = false;
 	struct mirror *parent = (struct mirror *)pidmap_find(&m->by_pid, parent_pid);
 	struct mirror *child = (struct mirror *)pidmap_find(&m->by_pid, rq->pid);
 	struct ns_copy *c;
@@ -250,46 +397,35 @@ int mirrors__copy(struct mirrors *m, pid_t parent_pid, const struct ns_req *rq,
 		err = -errno;
 		goto free_copy;
 	}
-	if (child->dir->is_map_dir) {
-		/*
-		 * The map dir itself: perf-<child's own pid>.map there is a
-		 * host pid's name. The entries go straight to its mirror.
-		 */
+	/*
+	 * In its own directory, as it would have made it; where nothing may be
+	 * written for it (the host's directories, where perf-<its own pid>.map
+	 * is a host pid's name; a directory not its namespace's; what its
+	 * credentials do not allow), straight into its mirror: nothing is lost
+	 * on the host, only the copy inside is not made.
+	 */
+	fd = copy_in_dir(m, child, c->src_fd, st.st_mode);
+	if (fd >= 0) {
+		in_dir = true;
+		c->dst_fd = fd;
+	} else if (fd == -EPERM) {
 		err = child->dst_fd >= 0 ? -EEXIST : mirror__make_dest(m, child);
 		if (err)
 			goto close_src;
 		c->dst_fd = child->dst_fd;
 	} else {
-		fd = nsroot_create_map(child->dir->fd, rq->ns_pid, rq->uid, rq->gid, st.st_mode);
-		if (fd == -EEXIST) {
-			/* Its runtime made its own first: the parent's entries follow its lines. */
-			fd = open_own(m, child, c->src_fd);
-			if (fd < 0) {
-				err = fd == -EALREADY ? -EEXIST : fd;
-				m->stats.ns_copies_existing++;
-				goto close_src;
-			}
-			m->stats.ns_copies_appended++;
-		} else if (fd < 0) {
-			err = fd;
-			m->stats.ns_copies_failed++;
-			goto close_src;
-		} else if (!fstat(fd, &st)) {
-			child->copy_dev = st.st_dev;
-			child->copy_ino = st.st_ino;
-			child->copy_size = 0;
-		}
-		c->dst_fd = fd;
+		err = fd;
+		goto close_src;
 	}
 	child->copy = c;
 	m->stats.ns_copies++;
 	pr_info("copy %d -> %d in %s: %s/perf-%d.map -> %s/perf-%d.map, %llu bytes", (int)parent_pid,
 		(int)rq->pid, mirror__where(child), m->cfg.ns_map_dir, (int)parent->ns_pid,
-		child->dir->is_map_dir ? m->cfg.map_dir : m->cfg.ns_map_dir,
-		child->dir->is_map_dir ? (int)rq->pid : (int)rq->ns_pid, (unsigned long long)c->end);
+		in_dir ? m->cfg.ns_map_dir : m->cfg.map_dir, in_dir ? (int)rq->ns_pid : (int)rq->pid,
+		(unsigned long long)c->end);
 	/* Most maps are copied whole here; a large one goes on at the ticks. */
 	mirror__copy_step(m, child, 4 * PASS_BYTES, now_ns);
-	if (!child->dir->is_map_dir) {
+	if (in_dir) {
 		/* Mirrored at once: the copy is in the host's mirror as it is in the container. */
 		mirror__try_source(m, child);
 		mirror__sync(m, child, FINAL_BYTES, false, now_ns);
@@ -318,7 +454,7 @@ bool mirror__drop_copy(struct mirrors *m, struct mirror *mi)
 		return false;
 	mirror__copy_free(m, mi);
 	map_name(mi->ns_pid, name, sizeof(name));
-	if (!unlink_unwritten(mi, name, mi->src_fd, &st))
+	if (!unlink_unwritten(m, mi, name, mi->src_fd, &st))
 		return false;
 	m->stats.ns_copies_dropped++;
 	pr_info("exec %d (%s): %s/%s in %s was only its parent's entries, copied at its fork; removed",
@@ -338,7 +474,7 @@ void mirror__keep_ended(struct mirrors *m, const struct mirror *mi)
 	struct stat st;
 	pid_t key;
 
-	if (mi->src_fd < 0 || mi->dir->is_map_dir || fstat(mi->src_fd, &st))
+	if (mi->src_fd < 0 || mi->dir->is_host || fstat(mi->src_fd, &st))
 		return;
 	/* Full: forgotten all at once (the next holders' maps are then mirrored whole, as before). */
 	if (m->ended.count >= ENDED_MAX)
@@ -387,7 +523,7 @@ bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const
 	if (!same)
 		goto forget;
 	map_name(mi->ns_pid, name, sizeof(name));
-	if (unwritten && unlink_unwritten(mi, name, fd, st)) {
+	if (unwritten && unlink_unwritten(m, mi, name, fd, st)) {
 		m->stats.ns_stale_removed++;
 		pr_info("mirror %d (%s): %s/%s in %s was an earlier process's, unwritten since it ended (its mirror has it); removed",
 			(int)mi->pid, mi->comm, m->cfg.ns_map_dir, name, mirror__where(mi));

@@ -122,14 +122,16 @@ void mirror__close_source(struct mirrors *m, struct mirror *mi)
 }
 
 /*
- * The owner of a map is its process's uid (root's too, in a container's own
- * directory: a runtime that dropped root after making it). In the host's
- * map directory, a name is any host process's: only the process's own.
+ * The owner of a map is its process's uid; root's too, in a rootful
+ * container's own directory (a runtime that dropped root after making it).
+ * Root's file anywhere else is root's: in a user namespace whose root is
+ * some user, it is a host file that user bind-mounted there; in the host's
+ * directories, a name is any host process's.
  */
 bool mirror__owner_ok(const struct mirror *mi, const struct stat *st)
 {
 	return st->st_uid == mi->uid ||
-	       (st->st_uid == 0 && !mi->dir->is_map_dir && !mi->uid_changed);
+	       (st->st_uid == 0 && mi->root_ok && !mi->dir->is_host && !mi->uid_changed);
 }
 
 void mirror__try_source(struct mirrors *m, struct mirror *mi)
@@ -364,16 +366,26 @@ void mirror__follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns)
 	mirror__sync(m, mi, PASS_BYTES, false, now_ns);
 }
 
-/* The whole lines in m->buf's first @got bytes appended: their length, or -errno. */
-static long append_lines(struct mirrors *m, struct mirror *mi, size_t got)
+/*
+ * The whole lines in m->buf's first @got bytes appended as the canonical
+ * lines of their entries, and nothing else: a map in a namespace is any
+ * bytes its owner wrote, and the mirror on the host is a map. The bytes of
+ * the source they took, or -errno; in *@wrote, the bytes appended (the
+ * canonical lines at m->buf's start).
+ */
+static long append_lines(struct mirrors *m, struct mirror *mi, size_t got, size_t *wrote)
 {
 	char *nl = got ? memrchr(m->buf, '\n', got) : NULL;
 	size_t whole = nl ? (size_t)(nl - m->buf) + 1 : 0;
+	uint64_t dropped = 0;
+	size_t n;
 	int err;
 
+	*wrote = 0;
 	if (!whole)
 		return 0;
-	err = perfmap__write_all(mi->dst_fd, m->buf, whole);
+	n = perfmap__canonical_lines(m->buf, whole, &dropped);
+	err = n ? perfmap__write_all(mi->dst_fd, m->buf, n) : 0;
 	if (err) {
 		/* A part written (a full disk): taken back, no torn line stays. */
 		if (ftruncate(mi->dst_fd, (off_t)mi->dst_bytes))
@@ -381,6 +393,8 @@ static long append_lines(struct mirrors *m, struct mirror *mi, size_t got)
 				 strerror(errno));
 		return err;
 	}
+	m->stats.lines_dropped += dropped;
+	*wrote = n;
 	return (long)whole;
 }
 
@@ -393,7 +407,7 @@ static long append_lines(struct mirrors *m, struct mirror *mi, size_t got)
 static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool final,
 		      uint64_t now_ns, size_t *spent)
 {
-	size_t want, got;
+	size_t want, got, wrote;
 	uint64_t had;
 	struct stat st;
 	ssize_t n;
@@ -429,7 +443,7 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 		return false;
 	n = pread(mi->src_fd, m->buf, want, (off_t)mi->offset);
 	got = n > 0 ? (size_t)n : 0;
-	whole = append_lines(m, mi, got);
+	whole = append_lines(m, mi, got, &wrote);
 	budget__settle(m->budget, mi->uid, final ? 0 : want, whole > 0 ? (uint64_t)whole : 0);
 	if (whole < 0) {
 		pr_warn("mirror %d (%s): cannot append to %s/perf-%d.map: %s; tried again at the next tick",
@@ -449,10 +463,10 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 	mi->offset += (uint64_t)whole;
 	mirror__remember(mi);
 	mark(mi, clock_boot_ns());
-	mi->dst_bytes += (uint64_t)whole;
+	mi->dst_bytes += wrote;
 	mi->behind -= (uint64_t)whole;
-	m->stats.bytes += (uint64_t)whole;
-	m->stats.lines += count_lines(m->buf, (size_t)whole);
+	m->stats.bytes += wrote;
+	m->stats.lines += count_lines(m->buf, wrote);
 	/* Up to date when all there was got read: what is left is a partial line. */
 	return got >= had;
 }

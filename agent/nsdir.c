@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "nsdir.h"
+#include "subids.h"
 
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 
@@ -17,7 +19,7 @@ struct uid_dirs {
 	size_t n;
 };
 
-int nsdirs_init(struct nsdirs *t, int map_dir_fd)
+int nsdirs_init(struct nsdirs *t, int map_dir_fd, const char *ns_map_dir)
 {
 	struct stat st;
 
@@ -27,6 +29,11 @@ int nsdirs_init(struct nsdirs *t, int map_dir_fd)
 		return -errno;
 	t->map_dev = st.st_dev;
 	t->map_ino = st.st_ino;
+	/* No such directory on the host: the map directory is the only host one. */
+	if (stat(ns_map_dir, &st))
+		st.st_dev = t->map_dev, st.st_ino = t->map_ino;
+	t->host_dev = st.st_dev;
+	t->host_ino = st.st_ino;
 	if (pidmap_init(&t->by_wd, 64) || pidmap_init(&t->uids, 16))
 		return -ENOMEM;
 	t->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -56,9 +63,11 @@ void nsdirs_fini(struct nsdirs *t)
 	t->ifd = -1;
 }
 
+/* Counted per user: a user's subordinate uids count as the user. */
 static struct uid_dirs *uid_dirs(struct nsdirs *t, uid_t uid)
 {
-	return (struct uid_dirs *)pidmap_get(&t->uids, (pid_t)uid, sizeof(struct uid_dirs));
+	return (struct uid_dirs *)pidmap_get(&t->uids, (pid_t)subids_owner(uid),
+					     sizeof(struct uid_dirs));
 }
 
 /* Watched through its fd's magic link: exactly the directory resolved, not what is at its path now. */
@@ -112,6 +121,7 @@ struct nsdir *nsdirs_get(struct nsdirs *t, int fd, const struct stat *st, uid_t 
 	d->resolved_ns = now_ns;
 	d->resolver = resolver;
 	d->is_map_dir = st->st_dev == t->map_dev && st->st_ino == t->map_ino;
+	d->is_host = d->is_map_dir || (st->st_dev == t->host_dev && st->st_ino == t->host_ino);
 	d->wd = -1;
 	if (d->is_map_dir)
 		t->map_dir = d;
@@ -144,7 +154,7 @@ void nsdirs_put(struct nsdirs *t, struct nsdir *d)
 			break;
 		}
 	t->count--;
-	u = (struct uid_dirs *)pidmap_find(&t->uids, (pid_t)d->uid);
+	u = (struct uid_dirs *)pidmap_find(&t->uids, (pid_t)subids_owner(d->uid));
 	if (u && u->n)
 		u->n--;
 	if (t->map_dir == d)

@@ -24,6 +24,13 @@ struct nsdir {
 	dev_t dev;
 	ino_t ino;
 	bool is_map_dir;
+	/*
+	 * The map directory, or the host's own --ns-map-dir (its /tmp): a name
+	 * there is a host pid's, any host process's. Nothing is created or
+	 * removed there for a process of another namespace, and only maps of
+	 * its own uid are its.
+	 */
+	bool is_host;
 	uid_t uid;                   /* charged to: the first process's that resolved it */
 	size_t refs;
 	/* The mount namespace it was last resolved for, when, and by which process's root. */
@@ -40,6 +47,8 @@ struct nsdirs {
 	int ifd;                     /* inotify: IN_CREATE and IN_MOVED_TO of each directory */
 	dev_t map_dev;
 	ino_t map_ino;
+	dev_t host_dev;              /* the host's --ns-map-dir, as the agent's own root has it */
+	ino_t host_ino;
 	struct nsdir *map_dir;       /* the map directory's record, when one is in use */
 	struct pidmap by_wd;
 	struct pidmap uids;          /* directories charged to each uid */
@@ -49,7 +58,8 @@ struct nsdirs {
 #define NSDIRS_MAX 4096
 #define NSDIRS_PER_UID 256
 
-int nsdirs_init(struct nsdirs *t, int map_dir_fd);
+/* @ns_map_dir: --ns-map-dir, looked up in the agent's own root (the host's /tmp). */
+int nsdirs_init(struct nsdirs *t, int map_dir_fd, const char *ns_map_dir);
 void nsdirs_fini(struct nsdirs *t);
 /*
  * The record of the directory open as @fd (which it takes, closing it when

@@ -202,7 +202,7 @@ close_pfd:
 	return fd;
 }
 
-int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid, mode_t mode)
+int nsroot_create_map(int dirfd, pid_t ns_pid, mode_t mode)
 {
 	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 				 RESOLVE_NO_XDEV;
@@ -214,8 +214,8 @@ int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid, mode_t mode
 			mode & 0666, resolve);
 	if (fd < 0)
 		return fd;
-	/* The child's file, as a runtime's own would be; never left as root's, nor the umask's. */
-	if (fchown(fd, uid, gid) || fchmod(fd, mode & 0666)) {
+	/* The child's file, as a runtime's own would be: its ids already, its parent's mode, not the umask's. */
+	if (fchmod(fd, mode & 0666)) {
 		int err = -errno;
 
 		unlinkat(dirfd, name, 0);

@@ -55,10 +55,11 @@ int nsroot_mountinfo_fuse(FILE *f, uint64_t id);
 /* Is @st, a file being mirrored, still one to read (a hole may be made later)? */
 enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes);
 /*
- * Create perf-<@ns_pid>.map in @dirfd, never over anything, owned by
- * @uid:@gid with @mode's permissions: the fd (write-only, O_APPEND), or
- * -errno (-EEXIST: there is one).
+ * Create perf-<@ns_pid>.map in @dirfd, never over anything, with @mode's
+ * permissions, owned by the caller's file-system ids (the agent acts as the
+ * process it makes it for: actas_begin()): the fd (write-only,
+ * O_APPEND), or -errno (-EEXIST: there is one).
  */
-int nsroot_create_map(int dirfd, pid_t ns_pid, uid_t uid, gid_t gid, mode_t mode);
+int nsroot_create_map(int dirfd, pid_t ns_pid, mode_t mode);
 
 #endif /* PERFMAPD_NSROOT_H */

@@ -17,6 +17,7 @@
 #include "perfmap_tools.h"
 #include "privs.h"
 #include "procfs.h"
+#include "subids.h"
 
 /*
  * Copies of more data than this go to the workers: one takes well under a
@@ -289,6 +290,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_set_level(d.cfg.log_level);
+	/* Before any thread: read-only afterwards. Without it, bounds are per uid as before. */
+	err = subids_load(SUBIDS_PATH);
+	if (err)
+		pr_warn("subids: cannot read %s: %s; a user's subordinate uids are bounded each as a user",
+			SUBIDS_PATH, strerror(-err));
 	daemon__block_signals();
 	raise_fd_limit();
 	d.started_ns = clock_mono_ns();
@@ -316,5 +322,6 @@ close_daemon:
 	daemon_close(&d);
 	log_flush(true);
 	config__free(&d.cfg);
+	subids_unload();
 	return err ? 1 : 0;
 }

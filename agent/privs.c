@@ -27,16 +27,25 @@ static const unsigned int kept[] = {
 /* Permitted only: in effect around one open (privs_override_begin()). */
 #define OVERRIDE CAP_DAC_OVERRIDE
 
+/*
+ * Permitted only: in effect around setfsuid(), setfsgid() and setgroups()
+ * to a process's own ids, while the agent acts for it in its directories
+ * (creds.c), with none of the agent's capabilities in effect meanwhile.
+ */
+static const unsigned int setid[] = { CAP_SETUID, CAP_SETGID };
+
 static bool override_permitted;
 
 /* What of the kept set this process holds now: root holds it all. */
-static void want_kept(bool have[], bool *override)
+static void want_kept(bool have[], bool *override, bool setid_have[])
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
 		have[i] = capng_have_capability(CAPNG_PERMITTED, kept[i]);
 	*override = capng_have_capability(CAPNG_PERMITTED, OVERRIDE);
+	for (i = 0; i < sizeof(setid) / sizeof(setid[0]); i++)
+		setid_have[i] = capng_have_capability(CAPNG_PERMITTED, setid[i]);
 }
 
 static int set_no_new_privs(void)
@@ -58,14 +67,15 @@ static void log_result(bool bounds)
 	capng_get_caps_process();
 	eff = capng_print_caps_text(CAPNG_PRINT_BUFFER, CAPNG_EFFECTIVE);
 	pr_info("privileges: keeping %s%s; no_new_privs set%s", eff ? eff : "?",
-		override_permitted ? " (dac_override permitted, in effect only to append to a child's map)" : "",
+		override_permitted ? " (dac_override permitted, in effect only to append to a child's map; setuid, setgid permitted, in effect only to take a process's own ids)" : "",
 		bounds ? "" : "; bounding set left as it was (no CAP_SETPCAP)");
 	free(eff);
 }
 
 int privs_drop(void)
 {
-	bool have[sizeof(kept) / sizeof(kept[0])], setpcap;
+	bool have[sizeof(kept) / sizeof(kept[0])], setid_have[sizeof(setid) / sizeof(setid[0])];
+	bool setpcap;
 	capng_select_t what;
 	size_t i;
 
@@ -80,7 +90,7 @@ int privs_drop(void)
 		pr_debug("privileges: none held, none dropped");
 		return set_no_new_privs();
 	}
-	want_kept(have, &override_permitted);
+	want_kept(have, &override_permitted, setid_have);
 	/* Dropping from the bounding set and locking the securebits take CAP_SETPCAP. */
 	setpcap = capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP);
 	capng_clear(CAPNG_SELECT_ALL);
@@ -90,6 +100,9 @@ int privs_drop(void)
 				     kept[i]);
 	if (override_permitted)
 		capng_update(CAPNG_ADD, CAPNG_PERMITTED | CAPNG_BOUNDING_SET, OVERRIDE);
+	for (i = 0; i < sizeof(setid) / sizeof(setid[0]); i++)
+		if (setid_have[i])
+			capng_update(CAPNG_ADD, CAPNG_PERMITTED | CAPNG_BOUNDING_SET, setid[i]);
 	/* Root regains nothing by an exec either (SECBIT_NOROOT), locked. */
 	if (setpcap && capng_lock())
 		pr_warn("privileges: cannot lock the securebits");

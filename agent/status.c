@@ -172,6 +172,7 @@ static void report_archive(struct report *r, const struct status_sources *src)
 static void report_mirrors(struct report *r, const struct status_sources *src)
 {
 	const struct mirror_stats *ms;
+	enum ns_write_refusal wwhy;
 	enum ns_refusal why;
 
 	str(r, "mirroring", src->mirrors ? "yes" : "no");
@@ -184,6 +185,7 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "mirrors_ended", ms->ended);
 	u64(r, "mirror_bytes", ms->bytes);
 	u64(r, "mirror_lines", ms->lines);
+	u64(r, "mirror_lines_dropped", ms->lines_dropped);
 	u64(r, "mirror_lag_p99_ms", mirrors__lag_p99_ms(src->mirrors));
 	u64(r, "mirror_lag_max_ms", ms->lag_max_ms);
 	u64(r, "mirror_behind_bytes", mirrors__behind(src->mirrors));
@@ -207,6 +209,8 @@ static void report_mirrors(struct report *r, const struct status_sources *src)
 	u64(r, "containers_refused", ms->refused_total);
 	for (why = NSR_NONE + 1; why < NSR__COUNT; why++)
 		u64(r, ns_refusal_key(why), ms->refused[why]);
+	for (wwhy = 0; wwhy < NSW__COUNT; wwhy++)
+		u64(r, ns_write_refusal_key(wwhy), ms->writes_refused[wwhy]);
 }
 
 /* One line per process with JIT code, after the mirrors: lost ones first, JITS_LISTED in all. */

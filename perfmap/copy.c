@@ -1,6 +1,7 @@
 /* Copying another process's map into ours: whole canonical lines, bounded memory. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,29 @@ long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size
 			return err;
 	}
 	return copied;
+}
+
+size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped)
+{
+	char line[PERFMAP_FIXED_MAX + PERFMAP_NAME_MAX];
+	char *p = buf, *end = buf + len, *nl;
+	struct perfmap_record rec;
+	size_t out = 0, n;
+
+	for (; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
+		if (perfmap_parse_line(p, (size_t)(nl - p), 0, &rec) != PERFMAP_REJECT_NONE) {
+			/* An empty line (or a lone CR) is no text: nothing of it is lost. */
+			if (nl > p && !(nl - p == 1 && *p == '\r'))
+				(*dropped)++;
+			continue;
+		}
+		n = perfmap__format_line(line, rec.start, rec.size, rec.name,
+					 perfmap__name_cut(rec.name, rec.name_len, PERFMAP_NAME_MAX));
+		/* Formatted aside first: the name it reads lies where it is written. */
+		memcpy(buf + out, line, n);
+		out += n;
+	}
+	return out;
 }
 
 static bool same_file(int a, int b)

@@ -18,7 +18,9 @@ set -eu
 # tests' containers (crun, podman's default, refuses a hybrid cgroup layout) and
 # build the agent's image (make image-test); catatonit is podman's --init, which
 # the container exec test needs (a namespace's init cannot stop itself), and
-# only a Recommends of podman's, which --no-install-recommends leaves out. Deployment tests: systemd for
+# only a Recommends of podman's, which --no-install-recommends leaves out;
+# uidmap (newuidmap, newgidmap) lets the container suite's podman_rootless run
+# rootless podman as a user with a subordinate id range. Deployment tests: systemd for
 # `systemd-analyze verify` of the unit (make unit-file-test).
 # perfmapctl profile: elfutils' libdw (libdwfl) names native code by its ELF
 # symbols and DWARF lines, separate debug files and build ids included (a
@@ -33,7 +35,8 @@ set -eu
 # integration tests.
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
-libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go"
+libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go
+uidmap"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the
 # PATH: a node from elsewhere (NodeSource's nodejs bundles npm) serves, and

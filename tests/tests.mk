@@ -1,7 +1,7 @@
 # Tests, fuzzing and benchmarks; included by the top-level Makefile.
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
-	mapwatch policy retention archive copier log nsroot procmaps correlate metrics config \
+	mapwatch policy retention archive copier log nsroot creds subids procmaps correlate metrics config \
 	profile_report
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
@@ -26,15 +26,17 @@ FUZZ_SHORT_SECONDS ?= 10
 
 # The agent's pieces a unit test drives, without root or BPF: what each links.
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
-TEST_AGENT_policy := agent/policy.c agent/policy_hold.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c \
+TEST_AGENT_policy := agent/policy.c agent/policy_hold.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c agent/subids.c \
 	agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
 TEST_AGENT_retention := agent/retention.c agent/pidmap.c
 TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \
 	agent/archive_quota.c agent/clock.c agent/log.c
-TEST_AGENT_copier := agent/copier.c agent/mapfile.c agent/inherit.c agent/privs.c agent/procfs.c agent/clock.c \
+TEST_AGENT_copier := agent/copier.c agent/subids.c agent/mapfile.c agent/inherit.c agent/privs.c agent/procfs.c agent/clock.c \
 	agent/log.c
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
+TEST_AGENT_creds := agent/creds.c agent/procfs.c
+TEST_AGENT_subids := agent/subids.c agent/budget.c agent/pidmap.c agent/log.c
 TEST_AGENT_metrics := agent/metrics_text.c
 TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
 # options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.
@@ -82,7 +84,7 @@ clang-build:
 
 # What each fuzz target links besides itself: the pure parsers, no system calls driven.
 FUZZ_LINK_reader := $(LIB_SRCS)
-FUZZ_LINK_procfs := agent/procfs.c agent/container.c
+FUZZ_LINK_procfs := agent/procfs.c agent/container.c agent/creds.c agent/subids.c agent/log.c
 FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c

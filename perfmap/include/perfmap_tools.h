@@ -40,6 +40,15 @@ long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size
 			 long *dropped);
 /* write() all of @buf, through EINTR and short writes; 0 or -errno. */
 int perfmap__write_all(int fd, const char *buf, size_t len);
+/*
+ * The whole lines of @buf[0, @len) rewritten in place as the canonical
+ * lines of their entries, names sanitized and cut as the writer cuts them;
+ * a line that is no entry (text, an empty line, a rejected one) is left out
+ * and counted in *@dropped (empty lines are not counted). A canonical line is
+ * never longer than the line it comes from. Bytes after the last newline are
+ * left out too. The new length.
+ */
+size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped);
 
 /* ---- who writes a file (writers.c) ---- */
 

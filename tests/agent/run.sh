@@ -908,10 +908,10 @@ test_restart() {
 }
 
 # The capability set docs/security.md (item 9) documents, as /proc/<pid>/status shows it.
-CAP_CHOWN=0 CAP_DAC_OVERRIDE=1 CAP_DAC_READ_SEARCH=2 CAP_FOWNER=3 CAP_SYS_PTRACE=19 CAP_LEASE=28
+CAP_CHOWN=0 CAP_DAC_OVERRIDE=1 CAP_DAC_READ_SEARCH=2 CAP_FOWNER=3 CAP_SETGID=6 CAP_SETUID=7 CAP_SYS_PTRACE=19 CAP_LEASE=28
 CAPS_EFF=$(printf '%016x' $(( 1 << CAP_CHOWN | 1 << CAP_DAC_READ_SEARCH | 1 << CAP_FOWNER |
 	1 << CAP_SYS_PTRACE | 1 << CAP_LEASE )))
-CAPS_PRM=$(printf '%016x' $(( 0x$CAPS_EFF | 1 << CAP_DAC_OVERRIDE )))
+CAPS_PRM=$(printf '%016x' $(( 0x$CAPS_EFF | 1 << CAP_DAC_OVERRIDE | 1 << CAP_SETGID | 1 << CAP_SETUID )))
 
 # task_caps_are STATUS_FILE: every capability line and NoNewPrivs as documented.
 task_caps_are() {

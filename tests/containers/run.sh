@@ -50,6 +50,7 @@ kill_started() {
 }
 cleanup() {
 	kill_started
+	! declare -F rootless_done >/dev/null || rootless_done
 	cleanup_agent
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
@@ -915,10 +916,176 @@ test_podman_exec() {
 	stop_agent || fail "podman_exec: perfmapd exited non-zero"
 }
 
+# ---- user namespaces (issue 20, item 6) ----
+
+# The test's programs where uid 65534 and a rootless user can run them.
+user_bins() {
+	chmod 711 "$WORK"
+	mkdir -p -m 755 "$WORK/bin"
+	cp "$FORKJIT" "$PIDAT" "$WORK/bin/" && chmod 755 "$WORK/bin/forkjit" "$WORK/bin/pidat"
+}
+
+# copies_in_ns LABEL NAME OUT FJ UID: forkjit FJ (host pid) runs with
+# --children 3 --print-pids --report --child-hold-ms 10000 --prefix NAME, 20
+# entries: each child's copy in the namespace is owned by UID on the host,
+# its mirror in $d holds the 20, and each child found its copy there.
+copies_in_ns() {
+	local label=$1 name=$2 out=$3 fj=$4 uid=$5 c hp n=0 ok=0 owned=0 hps=()
+	wait_for 10 eval '[ "$(grep -c "^child " "$out")" = 3 ]'
+	# Their host pids first, while they hold; then their copies, through the JIT's root
+	# (it waits for them), and their mirrors.
+	for c in $(awk '$1 == "child" { print $2 }' "$out"); do
+		hp=$(child_with_nspid "$fj" "$c") || say "    $label: no child at namespace pid $c under $fj"
+		hps+=("$c:${hp:-none}")
+	done
+	for c in "${hps[@]}"; do
+		n=$((n + 1))
+		hp=${c#*:}
+		c=${c%%:*}
+		wait_for 5 eval '[ "$(stat -c %u "/proc/$fj/root$NSD/perf-$c.map" 2>/dev/null)" = "$uid" ]' &&
+			owned=$((owned + 1))
+		wait_for 10 map_has "$d/perf-$hp.map" "$name" 20 && ok=$((ok + 1))
+	done
+	check "$label: the copies in the namespace are uid $uid's, as the children's own would be ($owned of $n)" \
+		test "$owned" = 3 -a "$n" = 3
+	check "$label: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3
+	check "$label: its 3 children each found the parent's entries in their own map in the namespace" \
+		wait_for 30 grep -q "^complete 3/3" "$out" ||
+		{ sed 's/^/    /' "$out"; grep -E 'copy|mirror|refus' "$AGENT_LOG" | sed 's/^/    agent: /' | tail -n 20; }
+	check "$label: no copy failed or was refused" eval 'status_is "$d" ns_copies_failed 0 &&
+		status_is "$d" ns_writes_refused_unmapped 0 && status_is "$d" ns_writes_refused_denied 0'
+}
+
+# A JIT of uid 65534 in a user namespace of its own (unshare -Urpm: root
+# there is uid 65534), with a tmpfs mounted there as its /tmp: that file
+# system belongs to the namespace, where the host's root has no id. Each
+# child's copy is made there as uid 65534 (before issue 20: EOVERFLOW, no
+# copy at all).
+test_unshare_userns_copy() {
+	local d='' a u fj
+	NSD=$(new_map_dir)
+	user_bins
+	agent_on userns unshare_userns_copy --ns-map-dir "$NSD" --retention 30 || return
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork --mount-proc --kill-child \
+		sh -c 'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 20 --prefix userns --children 3 --wait-map-ms 15000 --child-hold-ms 10000 --print-pids --report' \
+		"$NSD" "$WORK/bin/forkjit" >"$WORK/userns.out" 2>&1 &
+	u=$!
+	BG_PIDS+=("$u")
+	find_pid fj 5 descendant_named "$u" forkjit
+	[ -n "$fj" ] || { fail "unshare_userns_copy: no JIT under unshare $u"; return; }
+	copies_in_ns unshare_userns_copy userns "$WORK/userns.out" "$fj" 65534
+	check "unshare_userns_copy: 3 copies made in the namespace" status_ge "$d" ns_copies 3
+	stop_agent || fail "unshare_userns_copy: perfmapd exited non-zero"
+}
+
+# A process whose own uid has no name in its user namespace: root's, in a
+# namespace that maps only 100000-165535 (written by hand, as an engine's
+# uid_map could be), on a tmpfs of the host's. A copy made there would be
+# owned by an id the namespace cannot name: refused, counted, said with the
+# uid; the children's mirrors on the host get the parent's entries all the
+# same, and nothing is created in the namespace's directory.
+# ns_init_sh ROOT: the shell under ROOT that is pid 1 of its pid namespace.
+ns_init_sh() {
+	local c
+	c=$(descendant_named "$1" sh) && [ "$(inner_nspid_of "$c")" = 1 ] && echo "$c"
+}
+test_unshare_userns_unmapped() {
+	local d='' a u sh_pid fj c hp n=0 ok=0 hps=()
+	NSD=$(new_map_dir)
+	agent_on unmapped unshare_userns_unmapped --ns-map-dir "$NSD" --retention 30 || return
+	mkfifo "$WORK/unmapped.go"
+	# The inner shell waits for its maps, written from here, before the JIT starts.
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec unshare -U -p -m --fork --mount-proc --kill-child sh -c "read -r go <\"\$0\" && exec \"\$@\"" "$1" "$2" --dir "$0" --entries 20 --prefix unmapped --children 3 --child-hold-ms 10000 --print-pids' \
+		"$NSD" "$WORK/unmapped.go" "$FORKJIT" >"$WORK/unmapped.out" 2>&1 &
+	u=$!
+	BG_PIDS+=("$u")
+	find_pid sh_pid 5 ns_init_sh "$u"
+	[ -n "$sh_pid" ] || { fail "unshare_userns_unmapped: no shell in the new namespaces under $u"; return; }
+	echo "0 100000 65536" >"/proc/$sh_pid/uid_map" && echo "0 100000 65536" >"/proc/$sh_pid/gid_map" ||
+		{ fail "unshare_userns_unmapped: cannot write the namespace's id maps"; return; }
+	echo go >"$WORK/unmapped.go"
+	fj=$sh_pid  # the shell execs the JIT
+	check "unshare_userns_unmapped: its 3 children were forked" \
+		wait_for 10 eval '[ "$(grep -c "^child " "$WORK/unmapped.out")" = 3 ]'
+	check "unshare_userns_unmapped: the copies are refused: uid 0 has no id in the namespace (counted)" \
+		wait_for 10 status_ge "$d" ns_writes_refused_unmapped 1
+	check "unshare_userns_unmapped: and said so, with the uid and gid" \
+		grep -q "would get ids its user namespace does not map (uid 0, gid 0)" "$AGENT_LOG"
+	for c in $(awk '$1 == "child" { print $2 }' "$WORK/unmapped.out"); do
+		hps+=("$(child_with_nspid "$fj" "$c")")
+	done
+	for hp in "${hps[@]}"; do
+		n=$((n + 1))
+		[ -n "$hp" ] && wait_for 10 map_has "$d/perf-$hp.map" unmapped 20 && ok=$((ok + 1))
+	done
+	check "unshare_userns_unmapped: each child's mirror on the host holds the parent's 20 all the same ($ok of $n)" \
+		test "$ok" = 3 -a "$n" = 3
+	check "unshare_userns_unmapped: nothing was created in the namespace's directory but the JIT's own map" \
+		eval '[ "$(ls "/proc/$fj/root$NSD")" = perf-1.map ]'
+	stop_agent || fail "unshare_userns_unmapped: perfmapd exited non-zero"
+}
+
+# Rootless podman: a user with a subordinate uid range (/etc/subuid) runs a
+# container from a directory; root in it is that user, its other ids the
+# range. The user, its ranges and its storage are made here and removed at
+# the end. SKIPPED (counted) where rootless podman cannot run: no newuidmap
+# (Debian: uidmap), or podman refuses.
+RL_USER=
+rootless_done() {
+	[ -n "$RL_USER" ] || return 0
+	pkill -9 -u "$RL_USER" 2>/dev/null
+	wait_for 5 eval '! pgrep -u "$RL_USER" >/dev/null'
+	userdel "$RL_USER" 2>/dev/null
+	sed -i "/^$RL_USER:/d" /etc/subuid /etc/subgid
+	RL_USER=
+}
+# as_rootless CMD...: CMD as the rootless user, with its own home and runtime directory.
+as_rootless() {
+	setpriv --reuid="$RL_USER" --regid="$RL_USER" --init-groups -- \
+		env HOME="$WORK/rl-home" XDG_RUNTIME_DIR="$WORK/rl-run" "$@"
+}
+test_podman_rootless() {
+	local d='' a r uid out=$WORK/rootless.out u fj
+	command -v newuidmap >/dev/null ||
+		{ skip "podman_rootless: no newuidmap (Debian: uidmap), rootless podman cannot run"; return; }
+	user_bins
+	RL_USER=pmrl${WORK##*.}
+	RL_USER=${RL_USER,,}
+	useradd -M -d "$WORK/rl-home" -s /bin/sh "$RL_USER" || { fail "podman_rootless: useradd failed"; return; }
+	uid=$(id -u "$RL_USER")
+	echo "$RL_USER:400000:65536" >>/etc/subuid
+	echo "$RL_USER:400000:65536" >>/etc/subgid
+	install -d -m 700 -o "$RL_USER" -g "$RL_USER" "$WORK/rl-home" "$WORK/rl-run"
+	r=$WORK/rl-home/rootfs
+	as_rootless "$HERE/mkrootfs.sh" "$r" "$FORKJIT_STATIC" 2>/dev/null ||
+		{ fail "podman_rootless: cannot build the container root as $RL_USER"; return; }
+	if ! as_rootless podman --runtime runc --cgroup-manager cgroupfs --events-backend file run --rm \
+		--network none --rootfs "$r" /bin/forkjit --dir /tmp --entries 1 >"$WORK/rl-pre.out" 2>&1; then
+		skip "podman_rootless: rootless podman does not run here: $(grep -v '^time=' "$WORK/rl-pre.out" | head -c 300)"
+		return
+	fi
+	agent_on rootless podman_rootless --retention 30 || return
+	as_rootless podman --runtime runc --cgroup-manager cgroupfs --events-backend file run --rm \
+		--network none --rootfs "$r" /bin/forkjit --dir /tmp --entries 20 --prefix rootless --children 3 \
+		--wait-map-ms 15000 --child-hold-ms 10000 --print-pids --report >"$out" 2>&1 &
+	u=$!
+	BG_PIDS+=("$u")
+	fj=
+	find_pid fj 20 pgrep -o -u "$RL_USER" -x forkjit
+	[ -n "$fj" ] || { fail "podman_rootless: no JIT of $RL_USER"; return; }
+	NSD=/tmp
+	copies_in_ns podman_rootless rootless "$out" "$fj" "$uid"
+	check "podman_rootless: 3 copies made in the container" status_ge "$d" ns_copies 3
+	wait "$u"
+	stop_agent || fail "podman_rootless: perfmapd exited non-zero"
+}
+
 # ---- running them ----
 
 scenario_done() {
 	kill_started
+	rootless_done
 	cleanup_agent
 	sanitizer_check
 }

@@ -31,12 +31,13 @@ caps_doc_unit() {
 	docs_section9 "$1" | sed -n 's/.*`CapabilityBoundingSet=\([A-Z_ ]*\)`.*/\1/p' | caps_norm
 }
 
-# caps_privs PRIVS_C: what agent/privs.c keeps: its kept[] array and OVERRIDE.
+# caps_privs PRIVS_C: what agent/privs.c keeps: its kept[] array, OVERRIDE and setid[].
 caps_privs() {
 	{
 		awk '/^static const unsigned int kept\[\]/{on=1; next} on && /^};/{on=0} on' "$1" |
 			grep -o '^[[:space:]]*CAP_[A-Z_]*'
 		sed -n 's/^#define OVERRIDE[[:space:]]*\(CAP_[A-Z_]*\).*/\1/p' "$1"
+		sed -n 's/^static const unsigned int setid\[\] = {\(.*\)};/\1/p' "$1"
 	} | caps_norm
 }
 

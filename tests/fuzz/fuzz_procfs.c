@@ -2,15 +2,19 @@
  * libFuzzer target: the /proc/<pid>/stat and /proc/<pid>/status parsers
  * (agent/procfs.c) on any bytes, and on lines as the kernel writes them
  * around any comm: spaces, parentheses, newlines and ") " inside it; and
- * the /proc/<pid>/cgroup parser (agent/container.c) on any bytes.
+ * the /proc/<pid>/cgroup parser (agent/container.c) on any bytes; the
+ * credentials and id-map parsers (agent/creds.c) and /etc/subuid's
+ * (agent/subids.c) on any bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "container.h"
+#include "creds.h"
 #include "fuzz.h"
 #include "procfs.h"
+#include "subids.h"
 
 #define COMM_MAX 15  /* TASK_COMM_LEN - 1 */
 
@@ -39,6 +43,48 @@ static void cgroup(const char *buf)
 	REQUIRE(!n || strstr(buf, c.id));
 }
 
+/* Groups bounded; a map's ranges bounded, and every id it says it has within one of them. */
+static void creds(const char *buf)
+{
+	struct proc_creds c;
+	struct idmap m;
+	unsigned int i;
+	int err;
+
+	memset(&c, 0xa5, sizeof(c));
+	err = creds_parse_status(buf, &c);
+	REQUIRE(err == 0 || err == -EINVAL);
+	REQUIRE(err || (strstr(buf, "Uid:") && strstr(buf, "Gid:")));
+	REQUIRE(err || c.ngroups <= CREDS_GROUPS_MAX);
+	memset(&m, 0xa5, sizeof(m));
+	err = idmap_parse(buf, &m);
+	REQUIRE(err == 0 || err == -EINVAL);
+	if (err)
+		return;
+	REQUIRE(m.n <= IDMAP_MAX);
+	for (i = 0; i < m.n; i++)
+		REQUIRE(!m.range[i].count || idmap_has(&m, m.range[i].outside));
+	(void)idmap_root_is_host_root(&m);
+}
+
+/* Ranges sorted, disjoint, within 32 bits; each id of one belongs to its owner. */
+static void subuids(const char *buf)
+{
+	struct subids t;
+	size_t i;
+
+	REQUIRE(subids_parse(buf, strlen(buf), NULL, &t) == 0);
+	REQUIRE(t.n <= SUBIDS_MAX);
+	for (i = 0; i < t.n; i++) {
+		REQUIRE(t.r[i].count);
+		REQUIRE((uint64_t)t.r[i].start + t.r[i].count - 1 <= UINT32_MAX);
+		REQUIRE(!i || t.r[i].start - t.r[i - 1].start >= t.r[i - 1].count);
+		REQUIRE(subids_owner_in(&t, t.r[i].start) == t.r[i].owner);
+		REQUIRE(subids_owner_in(&t, t.r[i].start + t.r[i].count - 1) == t.r[i].owner);
+	}
+	subids_release(&t);
+}
+
 /* Any bytes: no read past the NUL, and a success means the fields were there. */
 static void raw(const char *buf)
 {
@@ -61,6 +107,8 @@ static void raw(const char *buf)
 	REQUIRE(err || (strstr(buf, "\nUid:") && strstr(buf, "\nGid:")));
 	REQUIRE(err || pi.ns_pid >= 0);
 	cgroup(buf);
+	creds(buf);
+	subuids(buf);
 }
 
 /* The comm from @data, as a process may name itself: any byte but NUL, up to @max. */

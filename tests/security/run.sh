@@ -42,10 +42,12 @@ cleanup() {
 	kill_attackers
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
-# Only processes of uid 65534 running this suite's own copy of attack.py, by pid.
+# Only processes of uid 65534 running this suite's own programs (attack.py,
+# the namespaces made over its directories), by pid; a namespace's processes
+# die with the unshare(1) that made it (--kill-child).
 kill_attackers() {
 	local p
-	for p in $(pgrep -u 65534 -f "$ATTACK" 2>/dev/null); do
+	for p in $(pgrep -u 65534 -f "$WORK/" 2>/dev/null); do
 		kill -9 "$p" 2>/dev/null
 	done
 }
@@ -675,6 +677,276 @@ test_status_socket() {
 	agent_ok status_socket
 	log_clean status_socket
 	stop_agent || fail "status_socket: perfmapd exited non-zero"
+}
+
+# ---- user namespaces: a root the attacker makes itself (issue 20) ----
+#
+# uid 65534 makes its own user, pid and mount namespaces (unshare -Urpm),
+# where it is root and may bind-mount any directory it can search over its
+# /tmp. The agent must act for its processes only with what uid 65534 may do
+# on the host: read no file of root's as its map, create nothing in and
+# remove nothing from a directory it could not write. A canary of root's in
+# each case stays unread (in no file of the map or archive directory),
+# unchanged and undeleted.
+
+# The attacker's programs, where uid 65534 can run them.
+ns_bins() {
+	cp "$FORKJIT" "$PIDAT" "$BIN/" && chmod 755 "$BIN/forkjit" "$BIN/pidat"
+}
+
+# ns_attacker OUT CMD...: CMD as uid 65534 in namespaces of its own (user,
+# pid, mount), as root there, its /proc that of its pid namespace, output to
+# OUT, in the background: ATK is the unshare(1) that made them (its
+# namespace dies with it), recorded for the cleanup. OVER=DIR: DIR
+# bind-mounted over its /tmp first, its pid namespace made after the mount
+# (its pid 1 never saw the host's /tmp). SHARE=1: no mount namespace at all.
+ns_attacker() {
+	local out=$1
+	shift
+	if [ -n "${OVER:-}" ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urm --kill-child sh -c \
+			'mount --bind "$0" /tmp && exec unshare -p --fork --mount-proc --kill-child "$@"' \
+			"$OVER" "$@" >>"$out" 2>&1 &
+	elif [ -n "${SHARE:-}" ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urp --fork --kill-child \
+			"$@" >>"$out" 2>&1 &
+	else
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork --mount-proc \
+			--kill-child "$@" >>"$out" 2>&1 &
+	fi
+	ATK=$!
+	BG_PIDS+=("$ATK")
+}
+
+# A directory of root's (0755) under the scenario's, holding root's 0600
+# canary maps at perf-N.map for each N given: canary_dir DIR N...
+canary_dir() {
+	local dir=$1 n
+	shift
+	mkdir -m 755 "$dir"
+	for n in "$@"; do
+		printf '%x 10 canary_%s_%d\nTOP-SECRET text line %s %d\n' $((0x1000 * n)) "$CANARY" "$n" \
+			"$CANARY" "$n" >"$dir/perf-$n.map"
+		chmod 600 "$dir/perf-$n.map"
+	done
+	CANARY_SUM=$(cd "$dir" && ls -la --time-style=+ . | sha1sum)$(cat "$dir"/* | sha1sum)
+}
+# canary_intact DIR: exactly as canary_dir left it: names, owners, modes, bytes.
+canary_intact() {
+	[ "$(cd "$1" && ls -la --time-style=+ . | sha1sum)$(cat "$1"/* | sha1sum)" = "$CANARY_SUM" ]
+}
+# No file in the map or archive directory (any owner) holds the canary.
+canary_unread() { ! grep -rqs -e "$CANARY" -e "TOP-SECRET" "$d" "$a"; }
+
+# The host pid of the process in namespaces under ROOT whose innermost pid is NSPID.
+ns_pid_of() {
+	local p=$1 c
+	[ "$(awk '$1 == "NSpid:" { print $NF }' "/proc/$p/status" 2>/dev/null)" = "$2" ] &&
+		{ echo "$p"; return 0; }
+	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+		ns_pid_of "$c" "$2" && return 0
+	done
+	return 1
+}
+
+# Item 1: the attacker binds a root directory (0755, root's 0600 perf-1.map
+# and perf-2.map) over its /tmp; its processes at namespace pids 1 and 2
+# would have those as their maps. Refused as root's files in a namespace
+# whose root is uid 65534: nothing mirrored, nothing archived.
+test_userns_bind_read() {
+	local atk held
+	CANARY=bindread$RANDOM
+	start_sec userns_bind_read --retention 1 || return
+	ns_bins
+	canary_dir "$S/rootdir" 1 2
+	chmod 711 "$S"
+	# Namespace pid 1 (pidat) puts a shell at pid 2, which stops itself.
+	OVER=$S/rootdir ns_attacker "$S/attacker.out" "$BIN/pidat" 2 sh -c 'kill -STOP $$'
+	atk=$ATK
+	check "userns_bind_read: the attacker holds namespace pids 1 and 2 over root's directory" \
+		wait_for 10 eval 'held=$(ns_pid_of "$atk" 2) && is_stopped "$held"'
+	check "userns_bind_read: both refused as root's files, not the attacker's maps (refused_owner)" \
+		wait_for 10 status_ge "$d" refused_owner 2
+	kill -CONT "$held" 2>/dev/null
+	wait "$atk" 2>/dev/null
+	settle
+	check "userns_bind_read: the canary is in no map or archive (read by nobody)" canary_unread
+	check "userns_bind_read: root's directory and maps are as they were" canary_intact "$S/rootdir"
+	agent_ok userns_bind_read
+	log_clean userns_bind_read
+	stop_agent || fail "userns_bind_read: perfmapd exited non-zero"
+}
+
+# Item 2: root's directory (0755) bound over the attacker's /tmp holds the
+# attacker's own map (uid 65534's perf-1.map, which root made for it, as a
+# service's data directory would) and root's canary; its JIT at namespace pid
+# 1 forks three children. The agent must not make their copies there (uid
+# 65534 cannot create a file in it): they go to the children's mirrors on
+# the host alone, whole. Then the same with the agent in a mount namespace
+# of its own where that directory is read-only (ProtectSystem=strict): still
+# nothing is created, whatever the agent's own view.
+test_userns_bind_write() {
+	local atk p n=0 round
+	CANARY=bindwrite$RANDOM
+	ns_bins
+	new_dirs userns_bind_write
+	chmod 711 "$S"
+	canary_dir "$S/rootdir" 9
+	for round in plain readonly; do
+		rm -f "$S/rootdir/perf-1.map" "$S"/fj.*.out
+		: >"$S/rootdir/perf-1.map"
+		chown 65534:65534 "$S/rootdir/perf-1.map"
+		chmod 600 "$S/rootdir/perf-1.map"
+		if [ "$round" = plain ]; then
+			start_in agent.$round.log --retention 30 || return
+		else
+			# The agent's own view of the directory read-only; the attacker's, through its root, not.
+			sync
+			AGENT_LOG=$S/agent.$round.log
+			AGENT_LOGS+=("$AGENT_LOG")
+			unshare -m --propagation private sh -c 'mount --bind -o ro "$0" "$0" && exec "$@"' \
+				"$S/rootdir" "$BUILD/perfmapd" ${PERFMAPD_TEST_AGENT_ARGS:-} --map-dir "$d" \
+				--archive-dir "$a" --run-dir "$RUN_DIR" --retention 30 >"$AGENT_LOG" 2>&1 &
+			AGENT_PID=$!
+			wait_for 20 grep -qs "perfmapd: tracking" "$AGENT_LOG" ||
+				{ fail "userns_bind_write: perfmapd did not start in its own mount namespace"; return; }
+		fi
+		OVER=$S/rootdir ns_attacker "$S/fj.$round.out" "$BIN/forkjit" --dir /tmp --entries 5 \
+			--prefix atk --children 3 --child-hold-ms 3000 --print-pids
+		atk=$ATK
+		wait_for 10 eval '[ "$(grep -c "^child " "$S/fj.$round.out")" -ge 3 ]'
+		# Their pids as forkjit sees them are its namespace's: the mirrors are at the host's.
+		n=0
+		for p in $(awk '$1 == "child" { print $2 }' "$S/fj.$round.out"); do
+			p=$(ns_pid_of "$atk" "$p") &&
+				wait_for 10 eval "[ \"\$(grep -c atk_ '$d/perf-$p.map' 2>/dev/null)\" = 5 ]" &&
+				n=$((n + 1))
+		done
+		check "userns_bind_write ($round): the 3 children's mirrors on the host hold the parent's 5 entries ($n)" \
+			test "$n" = 3
+		check "userns_bind_write ($round): nothing was created in root's directory (uid 65534 cannot)" \
+			eval '[ "$(ls "$S/rootdir")" = "$(printf "perf-1.map\nperf-9.map")" ]'
+		check "userns_bind_write ($round): refused as not the namespace's own directory, counted" \
+			status_ge "$d" ns_writes_refused_not_its_dir 1
+		check "userns_bind_write ($round): said once, naming the uid" \
+			eval '[ "$(grep -c "is owned by a uid its user namespace does not map.*(uid 65534, gid 65534)" "$AGENT_LOG")" = 1 ]'
+		wait "$atk" 2>/dev/null
+		check "userns_bind_write ($round): root's canary is unchanged, unread" \
+			eval 'canary_unread && [ "$(cat "$S/rootdir/perf-9.map" | sha1sum)" = "$(printf "%x 10 canary_%s_%d\nTOP-SECRET text line %s %d\n" $((0x9000)) "$CANARY" 9 "$CANARY" 9 | sha1sum)" ]'
+		agent_ok "userns_bind_write ($round)"
+		log_clean "userns_bind_write ($round)"
+		stop_agent || fail "userns_bind_write ($round): perfmapd exited non-zero"
+	done
+}
+
+# Item 3: two namespaces of the attacker one after the other at namespace pid
+# 1 (with two forked children each) over the same bind of root's directory
+# holding root's 0600 perf-1.map and perf-2.map: nothing there is removed as
+# an earlier holder's map. Then a directory of root's holding the attacker's
+# own perf-1.map: written by the first namespace's pid 1, it is not removed
+# when the second takes pid 1 (uid 65534 could not remove it itself).
+test_userns_bind_delete() {
+	local atk round p p1 p2
+	CANARY=binddel$RANDOM
+	start_sec userns_bind_delete --retention 1 || return
+	ns_bins
+	chmod 711 "$S"
+	canary_dir "$S/rootdir" 1 2
+	for round in 1 2; do
+		OVER=$S/rootdir ns_attacker "$S/attacker.out" sh -c 'sleep 30 & sleep 30 & wait'
+		atk=$ATK
+		# Held until the agent has placed its pids 1 and 2 (refused as root's files; an
+		# agent that took them for the attacker's says so too), then ended.
+		wait_for 10 eval 'p1=$(ns_pid_of "$atk" 1) && p2=$(ns_pid_of "$atk" 2)'
+		wait_for 10 eval 'status_ge "$d" refused_owner $((2 * round)) ||
+			{ grep -q "mirror $p1 (" "$AGENT_LOG" && grep -q "mirror $p2 (" "$AGENT_LOG"; }'
+		kill -9 "$atk" 2>/dev/null
+		wait "$atk" 2>/dev/null
+		wait_for 10 eval 'gone "$p1" && gone "$p2"'
+	done
+	settle
+	check "userns_bind_delete: root's maps are still there, unchanged" canary_intact "$S/rootdir"
+	check "userns_bind_delete: the canary is in no map or archive" canary_unread
+	check "userns_bind_delete: nothing removed as an earlier holder's (ns_stale_removed 0)" \
+		status_is "$d" ns_stale_removed 0
+	mkdir -m 755 "$S/owndir"
+	: >"$S/owndir/perf-1.map"
+	chown 65534:65534 "$S/owndir/perf-1.map"
+	chmod 600 "$S/owndir/perf-1.map"
+	# Its pid 1 lives until the agent mirrored its map, then is killed: an ended process's map.
+	OVER=$S/owndir ns_attacker "$S/attacker.out" "$BIN/forkjit" --dir /tmp --entries 4 --prefix first \
+		--hold-ms 30000
+	atk=$ATK
+	check "userns_bind_delete: the first namespace's pid 1 wrote its 4 entries, mirrored" \
+		wait_for 10 eval 'p=$(ns_pid_of "$atk" 1) && [ "$(grep -c first_ "$d/perf-$p.map" 2>/dev/null)" = 4 ]'
+	kill -9 "$atk" 2>/dev/null
+	wait "$atk" 2>/dev/null
+	wait_for 10 gone "$p"
+	# The second holder of pid 1 lives until the agent has looked at the file (or 30 s).
+	OVER=$S/owndir ns_attacker "$S/attacker.out" sleep 30
+	atk=$ATK
+	check "userns_bind_delete: the second holder of pid 1 was refused the removal (not its namespace's directory)" \
+		wait_for 10 status_ge "$d" ns_writes_refused_not_its_dir 1
+	kill -9 "$atk" 2>/dev/null
+	wait "$atk" 2>/dev/null
+	check "userns_bind_delete: the attacker's map in root's directory was not removed" \
+		test "$(grep -c first_ "$S/owndir/perf-1.map" 2>/dev/null)" = 4
+	agent_ok userns_bind_delete
+	log_clean userns_bind_delete
+	stop_agent || fail "userns_bind_delete: perfmapd exited non-zero"
+}
+
+# Item 1, without a mount: root's JIT V writes its 0600 map in the host's
+# directory for namespaces (H, standing for the host's /tmp); the attacker,
+# sharing H, takes V's host pid as its own namespace pid (ns_last_pid in its
+# pid namespace), so that H/perf-V.map is at "its" name. With a map directory
+# other than H (round "apart"), and with H the map directory itself (round
+# "shared", the attacker with no mount namespace at all): V's map is never
+# mirrored to the attacker, and stays V's, whole.
+test_userns_victim_pid() {
+	local h v atk u round sum leaked
+	CANARY=victim$RANDOM
+	ns_bins
+	new_dirs userns_victim_pid
+	chmod 711 "$S"
+	for round in apart shared; do
+		if [ "$round" = apart ]; then
+			h=$S/host-tmp
+			mkdir -m 1777 "$h"
+			start_in agent.$round.log --ns-map-dir "$h" --retention 30 || return
+		else
+			h=$d
+			start_in agent.$round.log --ns-map-dir "$h" --retention 30 || return
+		fi
+		"$FORKJIT" --stop-first --dir "$h" --entries 10 --prefix "canary_${CANARY}_$round" --hold-ms 60000 &
+		v=$!
+		BG_PIDS+=("$v")
+		wait_for 5 is_stopped "$v" || { fail "userns_victim_pid ($round): V ($v) did not stop"; return; }
+		kill -CONT "$v"
+		wait_for 5 eval "[ \"\$(grep -c canary_ '$h/perf-$v.map' 2>/dev/null)\" = 10 ]"
+		sum=$(sha1sum <"$h/perf-$v.map")
+		# Apart: a mount namespace of its own that still shows H; shared: none at all.
+		if [ "$round" = apart ]; then
+			ns_attacker "$S/attacker.out" "$BIN/pidat" "$v" sleep 600
+		else
+			SHARE=1 ns_attacker "$S/attacker.out" "$BIN/pidat" "$v" sleep 600
+		fi
+		atk=$ATK
+		check "userns_victim_pid ($round): the attacker (uid 65534) holds namespace pid $v, V's host pid" \
+			wait_for 10 eval 'u=$(ns_pid_of "$atk" "$v") && [ "$u" != "$v" ]'
+		check "userns_victim_pid ($round): V's map is refused as the attacker's (refused_owner)" \
+			wait_for 10 status_ge "$d" refused_owner 1
+		leaked=$(find "$d" "$a" -user 65534 -type f -exec grep -l "canary_$CANARY" {} + 2>/dev/null)
+		check "userns_victim_pid ($round): no file of uid 65534 holds V's entries${leaked:+: $leaked}" \
+			test -z "$leaked"
+		check "userns_victim_pid ($round): V's map is whole and V's" \
+			eval '[ "$(sha1sum <"$h/perf-$v.map")" = "$sum" ] && [ "$(stat -c %u "$h/perf-$v.map")" = 0 ]'
+		kill -9 "$atk" "$v" 2>/dev/null
+		wait "$atk" "$v" 2>/dev/null
+		agent_ok "userns_victim_pid ($round)"
+		log_clean "userns_victim_pid ($round)"
+		stop_agent || fail "userns_victim_pid ($round): perfmapd exited non-zero"
+	done
 }
 
 # ---- running them ----

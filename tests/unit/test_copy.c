@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "perfmap.h"
+#include "perfmap_tools.h"
 #include "testutil.h"
 
 static char *dir;
@@ -142,12 +143,60 @@ static void test_traps_refused(void **state)
 	free(buf);
 }
 
+/*
+ * What a mirror writes of a map in a namespace: its entries in canonical
+ * form, never the text around them, and never more bytes than it read.
+ */
+static void test_canonical_lines_are_entries_only(void **state)
+{
+	char buf[] = "0x7F00 0X10  jit::a\r\n"
+		     "TOP-SECRET text that is no entry\n"
+		     "\n"
+		     "0 10 zero_start\n"
+		     "7f20\t8\tname\twith\ttabs\n"
+		     "7f30 8 bad\xff utf8\n"
+		     "7f40 8 ctl\x01" "byte\n"
+		     "7f50 8 partial";
+	uint64_t dropped = 0;
+	size_t n;
+
+	(void)state;
+	n = perfmap__canonical_lines(buf, sizeof(buf) - 1, &dropped);
+	buf[n] = '\0';
+	assert_string_equal(buf, "7f00 10 jit::a\n"
+				 "7f20 8 name?with?tabs\n"
+				 "7f40 8 ctl?byte\n");
+	/* The text, the zero start and the invalid UTF-8; not the empty line; the partial is the caller's. */
+	assert_int_equal(dropped, 3);
+}
+
+/* A name past the writer's bound is cut as the writer cuts it, on a character boundary. */
+static void test_canonical_lines_cut_long_names(void **state)
+{
+	size_t len = 8 + PERFMAP_NAME_MAX + 100, n;
+	char *buf = malloc(len + 1);
+	uint64_t dropped = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	memcpy(buf, "1000 10 ", 8);
+	memset(buf + 8, 'x', len - 9);
+	buf[len - 1] = '\n';
+	n = perfmap__canonical_lines(buf, len, &dropped);
+	assert_int_equal(n, 8 + PERFMAP_NAME_MAX + 1);
+	assert_int_equal(buf[n - 1], '\n');
+	assert_int_equal(dropped, 0);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_copies_well_formed_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_large_map_streamed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_traps_refused, setup, teardown),
+		cmocka_unit_test(test_canonical_lines_are_entries_only),
+		cmocka_unit_test(test_canonical_lines_cut_long_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

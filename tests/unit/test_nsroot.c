@@ -157,7 +157,7 @@ static void test_a_copy_is_made_only_where_nothing_is(void **state)
 	assert_int_equal(mkdir(at("tmp"), 01777), 0);
 	dfd = open_dir("tmp", &why);
 	assert_true(dfd >= 0);
-	fd = nsroot_create_map(dfd, 9, getuid(), getgid(), 0600);
+	fd = nsroot_create_map(dfd, 9, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "1 1 a\n", 6), 6);
 	close(fd);
@@ -166,10 +166,10 @@ static void test_a_copy_is_made_only_where_nothing_is(void **state)
 	assert_int_equal(st.st_uid, getuid());
 	/* The parent's permissions, not the agent's umask's. */
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(nsroot_create_map(dfd, 9, getuid(), getgid(), 0600), -EEXIST);
+	assert_int_equal(nsroot_create_map(dfd, 9, 0600), -EEXIST);
 	/* Never through a planted symlink, even to a name that does not exist yet. */
 	assert_int_equal(symlink(at("elsewhere"), at("tmp/perf-10.map")), 0);
-	assert_true(nsroot_create_map(dfd, 10, getuid(), getgid(), 0600) < 0);
+	assert_true(nsroot_create_map(dfd, 10, 0600) < 0);
 	assert_int_equal(access(at("elsewhere"), F_OK), -1);
 	close(dfd);
 }

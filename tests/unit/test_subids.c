@@ -1,0 +1,140 @@
+/*
+ * subids: the user a subordinate uid belongs to, from /etc/subuid's lines,
+ * and the per-uid budgets keyed by that user: a user's 65,536 subordinate
+ * uids share one budget, not 65,536.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "subids.h"
+#include "testutil.h"
+
+static int names(const char *name, uid_t *uid)
+{
+	if (!strcmp(name, "alice")) {
+		*uid = 1000;
+		return 0;
+	}
+	if (!strcmp(name, "containers")) {
+		*uid = 999;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void test_ranges_belong_to_their_users(void **state)
+{
+	static const char text[] = "alice:100000:65536\n"
+				   "1001:165536:65536\n"
+				   "containers:231072:1000000\n";
+	struct subids t;
+
+	(void)state;
+	assert_int_equal(subids_parse(text, strlen(text), names, &t), 0);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(subids_owner_in(&t, 100000), 1000);
+	assert_int_equal(subids_owner_in(&t, 165535), 1000);
+	assert_int_equal(subids_owner_in(&t, 165536), 1001);
+	assert_int_equal(subids_owner_in(&t, 1231071), 999);
+	/* Not in a range: its own user. */
+	assert_int_equal(subids_owner_in(&t, 99999), 99999);
+	assert_int_equal(subids_owner_in(&t, 1231072), 1231072);
+	assert_int_equal(subids_owner_in(&t, 0), 0);
+	subids_release(&t);
+}
+
+/* What is not a line of the file is skipped; the rest is kept. */
+static void test_bad_lines_are_skipped(void **state)
+{
+	static const char text[] = "# comment\n"
+				   "\n"
+				   "nobody-known:300000:10\n"      /* a name that is no user */
+				   "alice:300000\n"                /* no count */
+				   "alice:300000:0\n"              /* an empty range */
+				   "alice:4294967295:2\n"          /* past the last uid */
+				   "alice:x:10\n"
+				   ":400000:10\n"
+				   "alice:400000:10";              /* no newline at the end: still a line */
+	struct subids t;
+
+	(void)state;
+	assert_int_equal(subids_parse(text, strlen(text), names, &t), 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(subids_owner_in(&t, 400009), 1000);
+	assert_int_equal(subids_owner_in(&t, 300000), 300000);
+	subids_release(&t);
+}
+
+/* Overlapping ranges: the one that starts first keeps its ids. */
+static void test_overlaps_keep_the_first(void **state)
+{
+	static const char text[] = "1001:100050:100\nalice:100000:100\n";
+	struct subids t;
+
+	(void)state;
+	assert_int_equal(subids_parse(text, strlen(text), names, &t), 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(subids_owner_in(&t, 100060), 1000);
+	assert_int_equal(subids_owner_in(&t, 100120), 100120);
+	subids_release(&t);
+}
+
+/* No file: every uid is its own. */
+static void test_no_file_is_an_empty_table(void **state)
+{
+	(void)state;
+	assert_int_equal(subids_load("/nonexistent/subuid"), 0);
+	assert_int_equal(subids_count(), 0);
+	assert_int_equal(subids_owner(100000), 100000);
+}
+
+/* The budgets: a user's subordinate uids draw on the user's one bucket. */
+static void test_subordinate_uids_share_their_users_budget(void **state)
+{
+	char *dir = tu_mkdtemp(), path[4096];
+	struct budget *b;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(path, sizeof(path), "%s/subuid", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("1000:100000:65536\n", f);
+	fclose(f);
+	assert_int_equal(subids_load(path), 0);
+	assert_int_equal(subids_count(), 1);
+	b = budget__new(1000, 1000);
+	assert_non_null(b);
+	assert_true(budget__take(b, 100000, 1000, 0));
+	/* Another of the range, and the user itself: the same bucket, spent. */
+	assert_false(budget__take(b, 165535, 1, 0));
+	assert_false(budget__take(b, 1000, 1, 0));
+	/* A uid outside the range has its own. */
+	assert_true(budget__take(b, 165536, 1000, 0));
+	budget__free(b);
+	subids_unload();
+	assert_int_equal(subids_owner(100000), 100000);
+	tu_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ranges_belong_to_their_users),
+		cmocka_unit_test(test_bad_lines_are_skipped),
+		cmocka_unit_test(test_overlaps_keep_the_first),
+		cmocka_unit_test(test_no_file_is_an_empty_table),
+		cmocka_unit_test(test_subordinate_uids_share_their_users_budget),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,10 +1,13 @@
 /*
  * The metrics endpoint. libmicrohttpd (Debian's, maintained) parses HTTP in
- * a thread of its own, with bounds on connections, per address and in all,
- * and a timeout: a client that never reads, or a flood of connections, holds
- * that thread's slots, never the event loop. The loop renders the text at
- * its tick and swaps it in under a mutex held for a pointer swap; a request
- * copies the text under the same mutex. Nothing else is shared.
+ * a thread of its own; metrics_conn.c says at each accept whose the
+ * connection is and whether it may stay (root's slots are root's alone),
+ * and closes it at its deadline however it trickles bytes: a client that
+ * never reads, or a flood of connections from any number of uids, holds
+ * that thread's slots of its own kind, never root's, nor the event loop.
+ * One request a connection. The loop renders the text at its tick and swaps
+ * it in under a mutex held for a pointer swap; a request copies the text
+ * under the same mutex. Nothing else is shared.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,20 +29,28 @@
 #include "execmap.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_conn.h"
 #include "metrics_text.h"
 #include "mirror.h"
 #include "nsroot.h"
 #include "perfmap_tools.h"
 #include "policy.h"
+#include "subids.h"
 
 #define METRICS_TEXT_MAX (64 * 1024)   /* some 10 KB today: room to grow */
-#define CONNECTIONS_MAX 16
-#define CONNECTIONS_PER_IP 8
-#define CONNECTION_TIMEOUT_S 5         /* an idle or unread connection is closed after this */
+/*
+ * The library's own bound: the slots metrics_conn.c gives out, and room for
+ * connections it refused, which the library closes at its next turn; it
+ * accepts 10 a turn at most. Its bound by address is not used: on loopback
+ * every local user would share root's 127.0.0.1, and take any other 127/8.
+ */
+#define CONNECTIONS_MAX (CONNS_MAX + 16)
+#define CONNECTION_TIMEOUT_S 5         /* idle: the deadlines come first, this is a backstop */
 #define PROCESS_EVERY_NS 1000000000ull /* process_*: /proc/self/fd is listed once a second at most */
 
 struct metrics {
 	struct MHD_Daemon *mhd;
+	struct metrics_conns *conns;   /* whose the connections are, and their deadlines */
 	pthread_mutex_t lock;
 	char *text;                    /* published: read by requests under @lock */
 	size_t len;
@@ -104,6 +115,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned int code, cons
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	ret = MHD_queue_response(c, code, r);
@@ -117,6 +129,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  size_t *upload_len, void **req)
 {
 	static const char plain[] = "text/plain; charset=utf-8";
+	const union MHD_ConnectionInfo *info;
 	struct metrics *m = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -125,6 +138,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)upload;
 	(void)upload_len;
 	(void)req;
+	/* Refused at its accept, its request was already in: no answer, closed. */
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (!info || !info->socket_context)
+		return MHD_NO;
+	metrics_conns__answering(m->conns, info->socket_context);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n", 19, plain);
 	if (strcmp(url, "/metrics"))
@@ -138,9 +156,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"text/plain; version=0.0.4; charset=utf-8");
+	/*
+	 * One request a connection: its whole life is then bounded by the two
+	 * deadlines. A scrape comes every 15 s or so, long after the idle
+	 * timeout, so a kept-alive connection was never used again anyway.
+	 */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+/*
+ * The library's thread, at each accept and each close. The slot goes in the
+ * connection's socket context; none: refused, and the library closes it.
+ * The close comes before the library closes the fd: the reaper, which
+ * shuts fds down under the same lock, never touches a closed or reused one.
+ */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *info;
+	struct metrics *m = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		metrics_conns__close(m->conns, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	*socket_context = info ? metrics_conns__open(m->conns, info->connect_fd) : NULL;
 }
 
 /* The library's complaints (a connection refused at the limit, ...): a flood says them often. */
@@ -182,6 +227,10 @@ struct metrics *metrics__start(const char *spec)
 		errno = ENOMEM;
 		goto fail;
 	}
+	/* Per owner, as every per-uid bound of the agent's: a subordinate range counts as its user. */
+	m->conns = metrics_conns__new(CONN_REQUEST_MS, CONN_ANSWER_MS, subids_owner);
+	if (!m->conns)
+		goto fail;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* epoll: the agent's fds go past FD_SETSIZE (raise_fd_limit()), where select() cannot look. */
@@ -190,8 +239,8 @@ struct metrics *metrics__start(const char *spec)
 				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_MAX,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)CONNECTIONS_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
 				  MHD_OPTION_END);
 	if (!m->mhd) {
 		/* The library says why only in its log; binding is what fails in practice. */
@@ -275,6 +324,22 @@ static void count_jit(const struct policy_jit *j, void *ctx)
 	(*(uint64_t *)ctx)++;
 }
 
+/* The endpoint's connections, from the table the HTTP thread keeps: a copy under its lock. */
+static void gather_http(struct metrics *m, struct metrics_values *v)
+{
+	struct metrics_conns_stats st;
+
+	metrics_conns__stats(m->conns, &st);
+	for (int k = 0; k < CONN__COUNT; k++) {
+		v->http_open[v->n_http_open++] = (struct metrics_reason){ conn_class_name(k), st.open[k] };
+		v->http_refused[v->n_http_refused++] =
+			(struct metrics_reason){ conn_class_name(k), st.refused[k] };
+	}
+	v->http_refused[v->n_http_refused++] = (struct metrics_reason){ "gone", st.refused_gone };
+	v->http_expired_request = st.expired_request;
+	v->http_expired_answer = st.expired_answer;
+}
+
 static void gather(struct metrics *m, const struct status_sources *src, struct metrics_values *v)
 {
 	const struct policy_stats *s = policy__stats(src->policy);
@@ -331,18 +396,24 @@ static void gather(struct metrics *m, const struct status_sources *src, struct m
 		v->mirror_lag_max_ms = ms->lag_max_ms;
 		v->ns_ambiguous = ms->ambiguous;
 		v->err_ns_copy = ms->ns_copies_failed;
-		for (int why = NSR_NONE + 1; why < NSR__COUNT && v->n_ns_refused < METRICS_REASONS_MAX; why++) {
-			const char *key = ns_refusal_key(why);
+	}
+	/*
+	 * Every reason, 0 with --no-mirrors: a family without samples would leave
+	 * the alert rules that name it nothing to read.
+	 */
+	for (int why = NSR_NONE + 1; why < NSR__COUNT && v->n_ns_refused < METRICS_REASONS_MAX; why++) {
+		const char *key = ns_refusal_key(why);
 
-			/* The status key less its "refused_": symlink, not_regular, ... */
-			if (!strncmp(key, "refused_", 8))
-				key += 8;
-			v->ns_refused[v->n_ns_refused].reason = key;
-			v->ns_refused[v->n_ns_refused++].n = ms->refused[why];
-		}
+		/* The status key less its "refused_": symlink, not_regular, ... */
+		if (!strncmp(key, "refused_", 8))
+			key += 8;
+		v->ns_refused[v->n_ns_refused].reason = key;
+		v->ns_refused[v->n_ns_refused++].n =
+			src->mirrors ? mirrors__stats(src->mirrors)->refused[why] : 0;
 	}
 	if (src->execmap)
 		v->err_exec_maps_lost = execmap__lost(src->execmap);
+	gather_http(m, v);
 	policy__for_each_jit(src->policy, count_jit, &v->jit_processes, &lost);
 	v->lost_symbol_processes = lost;
 	read_process(m, clock_mono_ns(), src->started_ns);
@@ -369,9 +440,10 @@ void metrics__free(struct metrics *m)
 {
 	if (!m)
 		return;
-	/* Joins the library's thread: no request reads the text after this. */
+	/* Joins the library's thread: no request reads the text after this, every connection is closed. */
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
+	metrics_conns__free(m->conns);
 	pthread_mutex_destroy(&m->lock);
 	free(m->text);
 	free(m->next);

@@ -268,6 +268,28 @@ static void errors(struct mtext *m, const struct metrics_values *v)
 	mtext_sample(m, n, "kind", "exec_maps_lost", v->err_exec_maps_lost);
 }
 
+/* This endpoint's own connections: who holds its slots, and who was turned away. */
+static void http(struct mtext *m, const struct metrics_values *v)
+{
+	static const char o[] = "perfmapd_http_connections";
+	static const char r[] = "perfmapd_http_connections_refused_total";
+	static const char e[] = "perfmapd_http_connections_expired_total";
+	size_t i;
+
+	mtext_family(m, o, "gauge",
+		     "Connections to this endpoint open now, by kind of peer: root, system (a uid below 1000), user (any other uid), remote (in another network namespace or host: its uid is not known).");
+	for (i = 0; i < v->n_http_open; i++)
+		mtext_sample(m, o, "peer", v->http_open[i].reason, v->http_open[i].n);
+	mtext_family(m, r, "counter",
+		     "Connections to this endpoint closed at their accept, by kind of peer: the slots of its kind, or its uid's or address's share of them, were taken; gone: the peer had closed its end.");
+	for (i = 0; i < v->n_http_refused; i++)
+		mtext_sample(m, r, "peer", v->http_refused[i].reason, v->http_refused[i].n);
+	mtext_family(m, e, "counter",
+		     "Connections to this endpoint closed at a deadline, by phase: no whole request in time after the accept, or the answer not read in time after the request.");
+	mtext_sample(m, e, "phase", "request", v->http_expired_request);
+	mtext_sample(m, e, "phase", "answer", v->http_expired_answer);
+}
+
 /* The names every Prometheus client library exports for its process: dashboards expect them. */
 static void process(struct mtext *m, const struct metrics_process *p)
 {
@@ -302,6 +324,7 @@ size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
 	decisions(&m, v);
 	jit(&m, v);
 	errors(&m, v);
+	http(&m, v);
 	process(&m, &v->proc);
 	return m.len;
 }

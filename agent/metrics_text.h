@@ -60,6 +60,10 @@ struct metrics_values {
 	uint64_t by_index, by_identity, by_mappings;
 	uint64_t jit_processes, lost_symbol_processes, lost_symbols_total, lost_symbols_named;
 	uint64_t err_policy, err_copy, err_archive, err_ns_copy, err_exec_maps_lost;
+	/* This endpoint's connections by kind of peer: open now, and refused at their accept. */
+	struct metrics_reason http_open[METRICS_REASONS_MAX], http_refused[METRICS_REASONS_MAX];
+	size_t n_http_open, n_http_refused;
+	uint64_t http_expired_request, http_expired_answer;  /* closed at a deadline */
 	struct metrics_process proc;
 };
 

@@ -32,10 +32,12 @@ set -eu
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
-# integration tests.
+# integration tests. iproute2 (ip) joins a network namespace to the host with
+# a veth pair: the adversarial suite's metrics_flood plays clients there, whose
+# uid the agent cannot know (a pod network's).
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
-libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go
+libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go iproute2
 uidmap"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the

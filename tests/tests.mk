@@ -37,7 +37,7 @@ TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
 TEST_AGENT_creds := agent/creds.c agent/procfs.c
 TEST_AGENT_subids := agent/subids.c agent/budget.c agent/pidmap.c agent/log.c
-TEST_AGENT_metrics := agent/metrics_text.c
+TEST_AGENT_metrics := agent/metrics_text.c agent/metrics_conn.c agent/clock.c agent/log.c
 TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
 # options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.
 TEST_AGENT_config := agent/config.c agent/options.c agent/log.c

@@ -1053,15 +1053,17 @@ promtool_ok() {
 
 # Metrics on --metrics-listen, off the event loop: the text parses with
 # Prometheus's own parser, the counters move with the forks the test makes,
-# and a client that never reads beside 200 idle connections neither stops a
-# JIT's fork copies nor keeps the endpoint from answering once they are gone.
+# a connection that trickles its request is closed 3 s after its accept
+# (the request deadline), and a client that never reads beside 200 idle
+# connections neither stops a JIT's fork copies nor keeps the endpoint from
+# answering past that deadline. PERFMAPD_TEST_METRICS_PORT picks the port.
 test_metrics() {
-	local d a port m=$WORK/metrics c0 h0 f0 holder conf pid v0 other
+	local d a port m=$WORK/metrics c0 h0 f0 holder conf pid v0 other life
 	command -v promtool >/dev/null ||
 		{ fail "metrics: promtool is not installed (Debian: prometheus; make deps)"; return; }
 	check "metrics: a --metrics-listen that is not a numeric HOST:PORT is refused at the command line" \
 		eval "! '$BUILD/perfmapd' --metrics-listen localhost:9848 --help >/dev/null 2>&1 && ! '$BUILD/perfmapd' --metrics-listen 127.0.0.1:0 --help >/dev/null 2>&1"
-	port=$(free_port)
+	port=${PERFMAPD_TEST_METRICS_PORT:-$(free_port)}
 	conf=$WORK/metrics.conf
 	printf 'retention = 3s\n' >"$conf"
 	chmod 600 "$conf"
@@ -1135,6 +1137,43 @@ test_metrics() {
 		eval 'promtool check rules "$HERE/../../deploy/prometheus/perfmapd.rules.yml" >"$m.rules" 2>&1 || { sed "s/^/    /" "$m.rules"; false; }'
 	check "metrics: every metric the rules name is in the scrape" rules_name_scraped "$m.2"
 
+	# One request a connection; a request trickled a header line every 0.5 s,
+	# which an idle timeout never ends, is closed at the request deadline.
+	v0=$(metric "$port" 'perfmapd_http_connections_expired_total{phase="request"}')
+	life=$(python3 - "$port" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+if not data.startswith(b"HTTP/1.1 200") or b"\r\nConnection: close\r\n" not in data:
+    sys.exit("an answer without Connection: close, or not whole")
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+t0 = time.monotonic()
+s.sendall(b"GET /metrics HTTP/1.1\r\n")
+s.settimeout(0.5)
+n = 0
+while time.monotonic() - t0 < 10:
+    try:
+        if not s.recv(65536):
+            break
+    except socket.timeout:
+        n += 1
+        s.sendall(b"X-Slow-%d: y\r\n" % n)
+    except OSError:
+        break
+print("%.2f" % (time.monotonic() - t0))
+PY
+)
+	check "metrics: a whole answer says Connection: close; a trickled request is closed ${life:-?} s after its accept (3 s)" \
+		awk -v l="${life:-99}" 'BEGIN { exit !(l >= 2.5 && l < 4.5) }'
+	check "metrics: ...counted in perfmapd_http_connections_expired_total{phase=\"request\"} (from $v0)" \
+		wait_for 5 metric_ge "$port" 'perfmapd_http_connections_expired_total{phase="request"}' $((v0 + 1))
+
 	# One client that asks and never reads, 200 that connect and say nothing.
 	python3 - "$port" "$WORK/metrics-holder.ready" <<'PY' &
 import socket, sys, time
@@ -1161,6 +1200,9 @@ PY
 	check "metrics: with 201 connections held, each of 20 children still finds its copy" \
 		"$FORKJIT" --dir "$d" --entries 16 --children 20 --wait-map-ms 5000
 	check "metrics: ...and the status socket answers" status_ge "$d" copies_created 23
+	# They are root's: they fill root's 4 slots, the rest are refused, and the 4 last until the deadline.
+	check "metrics: while they are held, the endpoint answers again past the request deadline" \
+		wait_for 10 eval "scrape $port >'$m.3' 2>/dev/null"
 	kill "$holder" 2>/dev/null
 	wait "$holder" 2>/dev/null
 	check "metrics: the endpoint answers again once they are gone" wait_for 15 eval "scrape $port >'$m.3'"

@@ -21,6 +21,13 @@ so that the suite can check the attack really ran.
       last pid given out) for SECONDS.
   attack.py flood SOCKET SECONDS
       connects to SOCKET and reads its answer, as fast as it can.
+  attack.py slowheaders [HOST:]PORT SECONDS CONNS SRC...
+      keeps CONNS connections to HOST:PORT (HOST 127.0.0.1 by default) open,
+      spread over the source addresses SRC..., each sending a request line
+      and then one header line every 2 s, never ending its request; one the
+      server closes is made again 0.1 s later. Says how many it made, how
+      many the server closed, and how long the longest lived (from its
+      connect to the close it saw, or to the end).
 """
 import ctypes
 import os
@@ -220,9 +227,85 @@ def cmd_flood(sock_path, seconds):
     say("refused", refused)
 
 
+def cmd_slowheaders(target, seconds, conns, *srcs):
+    import select
+    host, _, port = target.rpartition(":")
+    host, port, conns = host or "127.0.0.1", int(port), int(conns)
+    made = closed = 0
+    longest = 0.0
+    slots = [None] * conns          # [socket, connected at, next header at, n]
+    again = [0.0] * conns           # when a closed slot connects again
+    start = time.monotonic()
+    end = start + float(seconds)
+
+    def lost(i, now):
+        nonlocal closed, longest
+        s, t0 = slots[i][0], slots[i][1]
+        longest = max(longest, now - t0)
+        closed += 1
+        s.close()
+        slots[i] = None
+        again[i] = now + 0.1
+
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        for i in range(conns):
+            if slots[i] is None and now >= again[i]:
+                s = socket.socket()
+                try:
+                    s.bind((srcs[i % len(srcs)], 0))
+                    s.settimeout(2)
+                    s.connect((host, port))
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    s.setblocking(False)
+                except OSError:
+                    s.close()
+                    again[i] = now + 0.1
+                    continue
+                made += 1
+                slots[i] = [s, time.monotonic(), now + 2.0, 0]
+        live = [i for i in range(conns) if slots[i] is not None]
+        if live:
+            ready = select.select([slots[i][0] for i in live], [], [], 0.05)[0]
+        else:
+            ready = []
+            time.sleep(0.05)
+        now = time.monotonic()
+        for i in live:
+            s = slots[i][0]
+            if s in ready:
+                try:
+                    data = s.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    lost(i, now)
+                    continue
+            if now >= slots[i][2]:
+                slots[i][3] += 1
+                slots[i][2] = now + 2.0
+                try:
+                    s.send(b"X-Slow-%d: y\r\n" % slots[i][3])
+                except OSError:
+                    lost(i, now)
+    now = time.monotonic()
+    still = 0
+    for i in range(conns):
+        if slots[i] is not None:
+            longest = max(longest, now - slots[i][1])
+            still += 1
+            slots[i][0].close()
+    say("made", made)
+    say("closed", closed)
+    say("open_at_end", still)
+    say("longest_s", "%.2f" % longest)
+
+
 def main():
     cmds = {"mapfork": cmd_mapfork, "swapfork": cmd_swapfork, "holders": cmd_holders,
-            "relist": cmd_relist, "flood": cmd_flood}
+            "relist": cmd_relist, "flood": cmd_flood, "slowheaders": cmd_slowheaders}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

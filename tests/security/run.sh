@@ -949,6 +949,182 @@ test_userns_victim_pid() {
 	done
 }
 
+# ---- the metrics endpoint held down (issue 20, item 5) ----
+
+# flood_probe TARGET SECONDS EVERY: a GET /metrics at TARGET (PORT, or
+# HOST:PORT) each EVERY seconds for SECONDS, each with 2 s to be answered
+# whole: one "scrape ok|fail SECONDS" line each. TARGET value NAME: the
+# value of the sample NAME (as written, labels and all), or nothing.
+FLOOD_PROBE='
+import socket, sys, time
+host, _, port = sys.argv[1].rpartition(":")
+addr = (host or "127.0.0.1", int(port))
+def scrape(limit):
+    t0 = time.monotonic()
+    data = b""
+    try:
+        s = socket.create_connection(addr, timeout=limit)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: perfmapd\r\n\r\n")
+        while True:
+            s.settimeout(max(0.001, limit - (time.monotonic() - t0)))
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+    except OSError as e:
+        return None, time.monotonic() - t0, type(e).__name__
+    ok = data.startswith(b"HTTP/1.1 200") and b"\nperfmapd_build_info{" in data
+    return (data if ok else None), time.monotonic() - t0, "bad answer"
+if sys.argv[2] == "value":
+    data = scrape(5)[0] or b""
+    for line in data.decode().splitlines():
+        if line.startswith(sys.argv[3] + " "):
+            print(line.split()[-1])
+    sys.exit(0)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    data, took, why = scrape(2.0)
+    print("scrape %s %.3f%s" % ("ok" if data else "fail", took, "" if data else " " + why), flush=True)
+    time.sleep(max(0.0, float(sys.argv[3]) - took))
+'
+flood_value() { "$PY" -c "$FLOOD_PROBE" "$1" value "$2"; }
+flood_is() { [ "$(flood_value "$1" "$2")" = "$3" ]; }
+flood_ge() { local v; v=$(flood_value "$1" "$2"); [ -n "$v" ] && [ "$v" -ge "$3" ]; }
+
+# flood_answered WHO OUT MIN: every scrape in OUT answered within its 2 s, and MIN at least.
+flood_answered() {
+	local n ok slowest min=$3
+	n=$(grep -c '^scrape ' "$2")
+	ok=$(grep -c '^scrape ok ' "$2")
+	slowest=$(awk '$1 == "scrape" { print $3 }' "$2" | sort -n | tail -1)
+	check "metrics_flood: $1: its $n scrapes during the attack were all answered within 2 s ($ok were; the slowest took ${slowest:-?} s)" \
+		eval '[ "$n" -ge "$min" ] && [ "$ok" = "$n" ]'
+	[ "$ok" = "$n" ] || grep -m3 '^scrape fail' "$2" | sed 's/^/    /'
+}
+
+# flood_closed OUT WHO: the attacker made its connections again and again,
+# and none lived past the request deadline (3 s from its accept; 1 s more
+# for the attacker to see it on a busy host).
+flood_closed() {
+	local made longest
+	made=$(awk '$1 == "made" { print $2 }' "$1")
+	longest=$(awk '$1 == "longest_s" { print $2 }' "$1")
+	check "metrics_flood: $2: made ${made:-0} connections; the longest lived ${longest:-?} s (< 4 s: closed by the 3 s request deadline)" \
+		awk -v m="${made:-0}" -v l="${longest:-99}" 'BEGIN { exit !(m >= 16 && l < 4) }'
+}
+
+# The issue's attack on --metrics-listen 127.0.0.1: uid 65534's 32
+# connections across 127.0.0.2-5, each trickling a header line every 2 s
+# (it held all 16 connections for as long as it went on, and root's scrape
+# went unanswered), beside 8 connections each of six other uids and of
+# uid 65534 again as root of its own user namespace: 88 connections kept
+# open, remade as soon as closed, for 22 s. Root's scrape, and a system
+# uid's, every 0.5 s for 18 s of it, are each answered within 2 s; a root
+# JIT's 100 children get their copies as fast as beside a busy loop; no
+# attacker's connection lives past the request deadline; users' slots are
+# all the attackers hold, and all of them are free again after. Then the
+# same from another network namespace, as from a pod network, where the
+# kernel knows no uid: one address holds 4 of remote peers' 8 slots, three
+# hold the 8, and root's scrape is answered beside them.
+test_metrics_flood() {
+	local port uid i pids=() sys out ns h remote
+	port=${PERFMAPD_TEST_METRICS_PORT:-$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+	start_sec metrics_flood --metrics-listen "127.0.0.1:$port" || return
+	check "metrics_flood: root's scrape is answered before the attack" \
+		eval '"$PY" -c "$FLOOD_PROBE" "$port" 1 1 | grep -q "^scrape ok "'
+	as_attacker "$PY" "$ATTACK" slowheaders "$port" 22 32 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 \
+		>"$S/slow.65534.out" 2>&1 &
+	pids+=("$!")
+	i=0
+	for uid in 60001 60002 60003 60004 60005 60006; do
+		i=$((i + 1))
+		setpriv --reuid="$uid" --regid="$uid" --clear-groups -- \
+			"$PY" "$ATTACK" slowheaders "$port" 22 8 "127.0.1.$i" >"$S/slow.$uid.out" 2>&1 &
+		pids+=("$!")
+	done
+	# uid 0 in its own user namespace is uid 65534 to the kernel: users' slots, not root's.
+	if as_attacker unshare -Urpm --fork --kill-child true 2>/dev/null; then
+		as_attacker unshare -Urpm --fork --kill-child "$PY" "$ATTACK" slowheaders "$port" 22 8 \
+			127.0.2.1 127.0.2.2 >"$S/slow.userns.out" 2>&1 &
+		pids+=("$!")
+	else
+		skip "metrics_flood: no user namespace for uid 65534 here: its root there is not played"
+	fi
+	BG_PIDS+=("${pids[@]}")
+	check "metrics_flood: the attackers hold all of users' 8 slots" \
+		wait_for 10 flood_is "$port" 'perfmapd_http_connections{peer="user"}' 8
+	victim_start 100 100
+	setpriv --reuid=998 --regid=998 --clear-groups -- "$PY" -c "$FLOOD_PROBE" "$port" 18 0.5 \
+		>"$S/probe.998.out" 2>&1 &
+	sys=$!
+	BG_PIDS+=("$sys")
+	"$PY" -c "$FLOOD_PROBE" "$port" 18 0.5 >"$S/probe.root.out" 2>&1
+	wait "$sys"
+	victim_check metrics_flood
+	wait "${pids[@]}"
+	flood_answered "root" "$S/probe.root.out" 30
+	flood_answered "uid 998 (a system uid's slots)" "$S/probe.998.out" 30
+	for out in "$S"/slow.*.out; do
+		uid=${out##*/slow.}
+		flood_closed "$out" "the attacker ${uid%.out}"
+	done
+	check "metrics_flood: connections closed at the request deadline are counted" \
+		flood_ge "$port" 'perfmapd_http_connections_expired_total{phase="request"}' 8
+	check "metrics_flood: connections over users' slots were refused at their accept, and counted" \
+		flood_ge "$port" 'perfmapd_http_connections_refused_total{peer="user"}' 100
+	check "metrics_flood: none of root's was refused" \
+		flood_is "$port" 'perfmapd_http_connections_refused_total{peer="root"}' 0
+	check "metrics_flood: once the attackers are gone, no connection of theirs is left" \
+		wait_for 10 flood_is "$port" 'perfmapd_http_connections{peer="user"}' 0
+	agent_ok metrics_flood
+	log_clean metrics_flood
+	stop_agent || fail "metrics_flood: perfmapd exited non-zero"
+
+	if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
+		skip "metrics_flood: no ip(8) or nsenter(1): peers in another network namespace not played"
+		return
+	fi
+	# A network namespace held by a sleep, joined to the host by a veth pair
+	# (198.18.205.0/29, a benchmarking range), which dies with it.
+	unshare --net sleep 120 &
+	ns=$!
+	BG_PIDS+=("$ns")
+	h=pmf${ns}h
+	wait_for 5 eval '[ "$(readlink /proc/$ns/ns/net)" != "$(readlink /proc/self/ns/net)" ]' &&
+		ip link add "$h" type veth peer name eth0 netns "$ns" &&
+		ip addr add 198.18.205.1/29 dev "$h" && ip link set "$h" up &&
+		nsenter --net="/proc/$ns/ns/net" sh -c 'for a in 2 3 4; do
+			ip addr add 198.18.205.$a/29 dev eth0 || exit; done
+			ip link set eth0 up && ip link set lo up' ||
+		{ fail "metrics_flood: the network namespace of the remote peers could not be made"; return; }
+	remote=198.18.205.1:$port
+	start_in agent.remote.log --metrics-listen "$remote" || return
+	nsenter --net="/proc/$ns/ns/net" setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$PY" "$ATTACK" slowheaders "$remote" 16 10 198.18.205.2 >"$S/remote.1.out" 2>&1 &
+	pids=("$!")
+	BG_PIDS+=("$!")
+	check "metrics_flood (remote): one address holds 4 slots; its other connections are refused" \
+		wait_for 10 eval 'flood_is "$remote" "perfmapd_http_connections{peer=\"remote\"}" 4 &&
+			flood_ge "$remote" "perfmapd_http_connections_refused_total{peer=\"remote\"}" 6'
+	nsenter --net="/proc/$ns/ns/net" setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$PY" "$ATTACK" slowheaders "$remote" 12 20 198.18.205.3 198.18.205.4 >"$S/remote.2.out" 2>&1 &
+	pids+=("$!")
+	BG_PIDS+=("$!")
+	check "metrics_flood (remote): three addresses hold remote peers' 8 slots, no more" \
+		wait_for 10 flood_is "$remote" 'perfmapd_http_connections{peer="remote"}' 8
+	"$PY" -c "$FLOOD_PROBE" "$remote" 8 0.5 >"$S/probe.remote.out" 2>&1
+	wait "${pids[@]}"
+	flood_answered "root, beside remote peers" "$S/probe.remote.out" 12
+	flood_closed "$S/remote.1.out" "a remote attacker"
+	flood_closed "$S/remote.2.out" "another remote attacker"
+	agent_ok "metrics_flood (remote)"
+	log_clean "metrics_flood (remote)"
+	stop_agent || fail "metrics_flood (remote): perfmapd exited non-zero"
+	kill -9 "$ns" 2>/dev/null
+	wait "$ns" 2>/dev/null
+}
+
 # ---- running them ----
 
 scenario_done() {

@@ -57,7 +57,8 @@ check "the agent runs on --map-dir /tmp" test "$(fact map-dir)" = /tmp
 for r in requests.cpu requests.memory limits.cpu limits.memory; do
 	check "resources: $r is set ($(fact $r))" test -n "$(fact $r)"
 done
-check "the liveness probe is an httpGet of /metrics on 9848" test "$(fact liveness)" = /metrics:9848
+check "the liveness probe asks the agent's status socket (perfmapctl status), not the metrics endpoint node users share" \
+	test "$(fact liveness)" = "exec:/usr/bin/perfmapctl status --map-dir /tmp --run-dir /run/perfmapd"
 check "the agent's --metrics-listen (from the ConfigMap) is 0.0.0.0:9848, the port the probe hits" \
 	test "$(fact metrics-listen)" = 0.0.0.0:9848
 

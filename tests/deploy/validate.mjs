@@ -62,9 +62,10 @@ if (args[0] === "--facts") {
     }
     for (const k of ["requests", "limits"])
       for (const r of ["cpu", "memory"]) out(`${k}.${r}`, ((c.resources || {})[k] || {})[r]);
-    const h = (c.livenessProbe || {}).httpGet || {};
+    const probe = c.livenessProbe || {};
+    const h = probe.httpGet || {};
     const port = typeof h.port === "string" ? ((c.ports || []).find((x) => x.name === h.port) || {}).containerPort : h.port;
-    out("liveness", `${h.path}:${port}`);
+    out("liveness", probe.exec ? `exec:${(probe.exec.command || []).join(" ")}` : `${h.path}:${port}`);
     const a = c.args || [];
     const i = a.indexOf("--metrics-listen");
     let listen = i >= 0 ? a[i + 1] : "";

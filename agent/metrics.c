@@ -411,6 +411,14 @@ static void gather(struct metrics *m, const struct status_sources *src, struct m
 		v->ns_refused[v->n_ns_refused++].n =
 			src->mirrors ? mirrors__stats(src->mirrors)->refused[why] : 0;
 	}
+	for (int why = 0; why < NSW__COUNT && v->n_ns_writes_refused < METRICS_REASONS_MAX; why++) {
+		/* The status key less its "ns_writes_refused_": not_its_dir, unmapped, ... */
+		v->ns_writes_refused[v->n_ns_writes_refused].reason =
+			ns_write_refusal_key(why) + strlen("ns_writes_refused_");
+		v->ns_writes_refused[v->n_ns_writes_refused++].n =
+			src->mirrors ? mirrors__stats(src->mirrors)->writes_refused[why] : 0;
+	}
+	v->mirror_lines_dropped = src->mirrors ? mirrors__stats(src->mirrors)->lines_dropped : 0;
 	if (src->execmap)
 		v->err_exec_maps_lost = execmap__lost(src->execmap);
 	gather_http(m, v);

@@ -210,12 +210,20 @@ static void refusals(struct mtext *m, const struct metrics_values *v)
 {
 	static const char c[] = "perfmapd_container_maps_refused_total";
 	static const char h[] = "perfmapd_host_maps_refused_total";
+	static const char w[] = "perfmapd_container_writes_refused_total";
 	size_t i;
 
 	mtext_family(m, c, "counter",
 		     "Maps in containers not mirrored, by reason: a symlink, not a regular file, hard-linked, over --max-map-bytes, sparse, an unsafe map directory, FUSE, an unreachable root, another uid's.");
 	for (i = 0; i < v->n_ns_refused; i++)
 		mtext_sample(m, c, "reason", v->ns_refused[i].reason, v->ns_refused[i].n);
+	mtext_family(m, w, "counter",
+		     "Nothing created or removed for a process in its container's map directory, by reason: a directory its user namespace does not own (a host path bound there), ids the namespace does not map, not allowed to the process itself, the process gone. Its fork copy went to its mirror alone.");
+	for (i = 0; i < v->n_ns_writes_refused; i++)
+		mtext_sample(m, w, "reason", v->ns_writes_refused[i].reason, v->ns_writes_refused[i].n);
+	mtext_family(m, "perfmapd_mirror_lines_dropped_total", "counter",
+		     "Lines of containers' maps that are no entry: neither mirrored nor copied.");
+	mtext_sample(m, "perfmapd_mirror_lines_dropped_total", NULL, NULL, v->mirror_lines_dropped);
 	mtext_family(m, h, "counter",
 		     "Map paths in --map-dir the agent would not touch, by reason: a trap with no process (symlink, hard link, not a file), another uid's map at a new holder's path (moved aside, or left when it could not be), over --max-map-bytes.");
 	mtext_sample(m, h, "reason", "trap", v->host_traps);

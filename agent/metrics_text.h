@@ -53,6 +53,10 @@ struct metrics_values {
 	/* Container maps refused (symlink, FIFO, sparse, ...): a hostile container's mark. */
 	struct metrics_reason ns_refused[METRICS_REASONS_MAX];
 	size_t n_ns_refused;
+	/* Nothing written for a process in its namespace's directory: not its, unmapped ids, denied. */
+	struct metrics_reason ns_writes_refused[METRICS_REASONS_MAX];
+	size_t n_ns_writes_refused;
+	uint64_t mirror_lines_dropped; /* lines of containers' maps that are no entry */
 	/* Host map paths refused: traps left alone, another uid's map at a holder's path. */
 	uint64_t host_traps, squatted_moved, squatted_left, too_large;
 	uint64_t exec_archived, exec_dropped, exec_kept, stale_archived, ambiguous_kept;

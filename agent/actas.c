@@ -7,11 +7,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <sys/fsuid.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "actas.h"
 #include "log.h"
+#include "perfmap_tools.h"
 
 /* The capabilities the kernel checks on files: the only ones a process's own are honoured for. */
 static const unsigned int file_caps[] = {
@@ -63,14 +63,7 @@ static int restore(void)
 {
 	int err = raise_setid();
 
-	/* setfsuid() says the id before; asked again with -1, the id now. */
-	setfsuid(saved.fsuid);
-	setfsgid(saved.fsgid);
-	if ((uid_t)setfsuid(-1) != saved.fsuid || (gid_t)setfsgid(-1) != saved.fsgid)
-		err = -EPERM;
-	/* The system call, not glibc's setgroups(): that one changes every thread's. */
-	if (syscall(SYS_setgroups, (size_t)saved.ngroups, saved.groups))
-		err = -errno;
+	err = perfmap__take_fsids(saved.fsuid, saved.fsgid, saved.groups, (size_t)saved.ngroups) ?: err;
 	capng_restore_state(&saved.caps);
 	if (capng_apply(CAPNG_SELECT_CAPS))
 		err = -EPERM;
@@ -96,14 +89,8 @@ int actas_begin(const struct proc_creds *c)
 	saved.fsuid = (uid_t)setfsuid(-1);
 	saved.fsgid = (gid_t)setfsgid(-1);
 	err = raise_setid();
-	if (!err && syscall(SYS_setgroups, (size_t)c->ngroups, c->groups))
-		err = -errno;
-	if (!err) {
-		setfsgid(c->fsgid);
-		setfsuid(c->fsuid);
-		if ((gid_t)setfsgid(-1) != c->fsgid || (uid_t)setfsuid(-1) != c->fsuid)
-			err = -EPERM;
-	}
+	if (!err)
+		err = perfmap__take_fsids(c->fsuid, c->fsgid, c->groups, c->ngroups);
 	if (!err)
 		err = only_its_caps(c);
 	if (err) {

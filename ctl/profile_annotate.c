@@ -22,12 +22,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmap_tools.h"
 #include "profile_annotate.h"
 
 #define ANNOTATE_MAX_BYTES (64 << 20)   /* a source file larger than this is not one */
@@ -138,23 +138,6 @@ static void pseudo_devs(struct source_open *o)
 			o->pseudo_dev[o->npseudo++] = st.st_dev;
 }
 
-/* Are @c's groups the thread's own already? Then keeping them takes no privilege. */
-static bool groups_are_ours(const struct prof_cred *c)
-{
-	int n = getgroups(0, NULL);
-	gid_t *g;
-	bool same;
-
-	if (n < 0 || (size_t)n != c->ngroups)
-		return false;
-	if (!n)
-		return true;
-	g = calloc((size_t)n, sizeof(*g));
-	same = g && getgroups(n, g) == n && !memcmp(g, c->groups, (size_t)n * sizeof(*g));
-	free(g);
-	return same;
-}
-
 /*
  * The calling thread takes @c's file-system ids and groups and no
  * capability at all: its opens are the process's own, judged by the kernel
@@ -170,14 +153,10 @@ static int act_as(const struct prof_cred *c)
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 
-	/* The system call, not glibc's setgroups(), which changes every thread's. */
-	if (!groups_are_ours(c) && syscall(SYS_setgroups, c->ngroups, c->groups))
-		return errno;
-	setfsgid(c->gid);
-	setfsuid(c->uid);
-	/* setfsuid() says the id it had and fails silently: asked again with -1, the id now. */
-	if ((gid_t)setfsgid((gid_t)-1) != c->gid || (uid_t)setfsuid((uid_t)-1) != c->uid)
-		return EPERM;
+	int err = perfmap__take_fsids(c->uid, c->gid, c->groups, c->ngroups);
+
+	if (err)
+		return -err;
 	if (syscall(SYS_capget, &h, d))
 		return errno;
 	for (size_t i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)

@@ -50,6 +50,17 @@ int perfmap__write_all(int fd, const char *buf, size_t len);
  */
 size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped);
 
+/* ---- acting as a process (fsids.c) ---- */
+
+/*
+ * The calling thread, and it alone, takes @uid and @gid as its file-system
+ * ids and @groups as its supplementary groups (CAP_SETUID and CAP_SETGID
+ * in effect, unless they are its own already): its file operations are
+ * then judged as that process's. The capabilities are the caller's to
+ * drop. 0, or -errno (-EPERM: an id was not taken).
+ */
+int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
+
 /* ---- who writes a file (writers.c) ---- */
 
 struct perfmap_writers {

@@ -401,7 +401,8 @@ test_annotate_secrets() {
 	ns=$WORK/nsbox/maps
 	nsdir=$WORK/nsroot/maps
 	# This agent mirrors: PERFMAPD_TEST_AGENT_ARGS without its --no-mirrors, for it alone.
-	PERFMAPD_TEST_AGENT_ARGS=${PERFMAPD_TEST_AGENT_ARGS//--no-mirrors/} agent_on "$m" --retention 60 --ns-map-dir "$nsdir" ||
+	local args=${PERFMAPD_TEST_AGENT_ARGS:-}
+	PERFMAPD_TEST_AGENT_ARGS=${args//--no-mirrors/} agent_on "$m" --retention 60 --ns-map-dir "$nsdir" ||
 		{ fail "annotate_secrets: perfmapd did not start"; return; }
 	# shellcheck disable=SC2016 # expanded by the namespace's sh
 	timeout 120 "$CTL" profile -j a --map-dir "$m" --archive-dir "$ARCH" --run-dir "$WORK/run" -- \

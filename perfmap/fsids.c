@@ -1,0 +1,40 @@
+/* A thread's file-system ids and groups, for a privileged tool acting as a process. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Are @groups the thread's own already? Then keeping them takes no privilege. */
+static bool groups_are_ours(const gid_t *groups, size_t n)
+{
+	int have = getgroups(0, NULL);
+	bool same;
+	gid_t *g;
+
+	if (have < 0 || (size_t)have != n)
+		return false;
+	if (!n)
+		return true;
+	g = calloc(n, sizeof(*g));
+	same = g && getgroups(have, g) == have && !memcmp(g, groups, n * sizeof(*g));
+	free(g);
+	return same;
+}
+
+int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups)
+{
+	/* The system call: glibc's setgroups() changes every thread's (nptl's setxid). */
+	if (!groups_are_ours(groups, ngroups) && syscall(SYS_setgroups, ngroups, groups))
+		return -errno;
+	setfsgid(gid);
+	setfsuid(uid);
+	/* setfsuid() fails silently, saying the id it had; asked again with -1, the id now. */
+	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid)
+		return -EPERM;
+	return 0;
+}

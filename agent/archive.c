@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -41,6 +42,7 @@
 struct archive_job {
 	struct archive_job *next;
 	struct staged_rec rec;        /* the staged map: reopened by name, checked by identity */
+	bool recovered;               /* left staged by an earlier run: maybe stored already */
 };
 
 /* A uid with maps in the queue: as many as the queue holds at most, in a short array. */
@@ -63,6 +65,7 @@ struct archive {
 	struct queued_uid *uids;      /* under the lock */
 	size_t nuids, uids_cap;
 	struct quota *quota;          /* the worker's, but for its totals */
+	uint64_t run;                 /* this run's, in the journal's records of its moves */
 	bool stop, started, busy, paused;
 	uint64_t put_off;             /* the worker's: stores put off since the one said */
 	bool full_said;               /* the queue's being full is logged once per time */
@@ -188,13 +191,48 @@ static void enforce(struct archive *ar)
 	__atomic_fetch_add(&ar->stats.evicted, n, __ATOMIC_RELAXED);
 }
 
-/* Write the staged map @rec names into the archive, then drop it and its record. */
-static int store(struct archive *ar, const struct staged_rec *rec)
+/*
+ * The archive holds the staged map @rec names: drop it and its record. Its
+ * record stays while the staged map does (a removal refused): the next
+ * start finds it archived by its mark, and tries the removal again.
+ */
+static void drop_stored(struct archive *ar, const struct staged_rec *rec)
 {
+	if (unlinkat(ar->cfg.map_dir_fd, rec->staged, 0) && errno != ENOENT) {
+		pr_warn("archive %s/%s: archived as %s/%s, but cannot be removed: %s; removed at the next start",
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, strerror(errno));
+		return;
+	}
+	journal__remove(ar->journal_fd, rec->staged);
+}
+
+/*
+ * A staged map an earlier run left: archived already if that run was killed
+ * between the archived map's link and the staged map's removal. The mark
+ * (archive_file.c) says so: it was set before the link, and names this
+ * staged map alone. Never the file times.
+ */
+static bool stored_before(struct archive *ar, const struct staged_rec *rec)
+{
+	char found[128];
+
+	if (archive_file__find(ar->dir_fd, rec->name, rec->staged, found, sizeof(found)))
+		return false;
+	drop_stored(ar, rec);
+	count(&ar->stats.archived);
+	pr_info("archive: %s/%s was archived as %s/%s before a restart; the staged map removed, not archived twice",
+		ar->cfg.map_dir, rec->staged, ar->cfg.dir, found);
+	return true;
+}
+
+/* Write the staged map @job names into the archive, then drop it and its record. */
+static int store(struct archive *ar, const struct archive_job *job)
+{
+	const struct staged_rec *rec = &job->rec;
 	struct archive_file_req rq = {
 		.dir = ar->cfg.dir, .dir_fd = ar->dir_fd, .name = rec->name,
-		.uid = rec->uid, .gid = rec->gid, .max_map_bytes = ar->cfg.max_map_bytes,
-		.max_table_bytes = ar->cfg.max_table_bytes,
+		.staged = rec->staged, .uid = rec->uid, .gid = rec->gid,
+		.max_map_bytes = ar->cfg.max_map_bytes, .max_table_bytes = ar->cfg.max_table_bytes,
 	};
 	struct archive_file_res res;
 	struct stat st;
@@ -206,6 +244,11 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 	if (rq.src_fd < 0) {
 		lost_staged(ar, rec, rq.src_fd);
 		return rq.src_fd;
+	}
+	/* Still the file the agent moved aside (open_staged()): only then is it removed for its mark. */
+	if (job->recovered && stored_before(ar, rec)) {
+		close(rq.src_fd);
+		return 0;
 	}
 	rq.src_size = (uint64_t)st.st_size;
 	err = archive_file__write(&rq, &res);
@@ -219,8 +262,7 @@ static int store(struct archive *ar, const struct staged_rec *rec)
 		count(&ar->stats.failed);
 		return err;
 	}
-	unlinkat(ar->cfg.map_dir_fd, rec->staged, 0);
-	journal__remove(ar->journal_fd, rec->staged);
+	drop_stored(ar, rec);
 	count(&ar->stats.archived);
 	if (ar->put_off) {
 		pr_info("archive: stores work again; %llu had been put off",
@@ -330,7 +372,7 @@ static void *archiver_main(void *arg)
 		ar->busy = true;
 		pthread_mutex_unlock(&ar->lock);
 
-		err = store(ar, &job->rec);
+		err = store(ar, job);
 		pthread_mutex_lock(&ar->lock);
 		if (short_of_resources(err)) {
 			ar->busy = false;
@@ -347,7 +389,7 @@ static void *archiver_main(void *arg)
 }
 
 /* Hand a staged map to the worker; left staged (the next start finishes it) if that fails. */
-static void enqueue(struct archive *ar, const struct staged_rec *rec)
+static void enqueue(struct archive *ar, const struct staged_rec *rec, bool recovered)
 {
 	struct archive_job *job = calloc(1, sizeof(*job));
 
@@ -356,6 +398,7 @@ static void enqueue(struct archive *ar, const struct staged_rec *rec)
 		return;
 	}
 	job->rec = *rec;
+	job->recovered = recovered;
 	pthread_mutex_lock(&ar->lock);
 	if (queued_add(ar, rec->uid)) {
 		pthread_mutex_unlock(&ar->lock);
@@ -485,6 +528,20 @@ struct archive *archive__open(const struct archive_config *cfg)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ar->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	/*
+	 * This run's mark in its journal records: at start, the staged maps of
+	 * earlier runs are finished, never one this run moved aside meanwhile
+	 * (a process found at a dead process's pid has its map moved before
+	 * the directory is listed), which is in the worker's hands already.
+	 */
+	do {
+		if (getrandom(&ar->run, sizeof(ar->run), 0) != (ssize_t)sizeof(ar->run)) {
+			err = -errno;
+			pr_err("archive %s: cannot draw this run's id for the journal: %s", cfg->dir,
+			       strerror(errno));
+			goto free_ar;
+		}
+	} while (!ar->run);  /* 0 is an older agent's record */
 	err = open_dirs(ar);
 	if (err)
 		goto free_ar;
@@ -667,6 +724,7 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 	rec.ino = st.st_ino;
 	rec.uid = st.st_uid;
 	rec.gid = st.st_gid;
+	rec.run = ar->run;
 	err = stage(ar, name, fd, size, why == ARCHIVE_DROP || restored, !squatted, &rec, &res);
 	if (err == -EBUSY && res.kept[0]) {
 		/* A writer came while it was moved, and the name could not be given back. */
@@ -707,7 +765,7 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		rec.staged);
 	if (over)
 		count(&ar->stats.queued_over_max);
-	enqueue(ar, &rec);
+	enqueue(ar, &rec, false);
 close_fd:
 	close(fd);
 	return err;
@@ -746,9 +804,18 @@ void archive__finish_staged(struct archive *ar, const char *name)
 	struct stat st;
 
 	if (!journal__name_ok(name) || journal__get(ar->journal_fd, name, &rec)) {
-		refuse_staged(ar, name, "the agent has no record of making it");
+		/*
+		 * Or this run's, stored and removed since the listing read its
+		 * name: the staged map goes before its record, so one without a
+		 * record that is still there is not the agent's.
+		 */
+		if (!fstatat(ar->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+			refuse_staged(ar, name, "the agent has no record of making it");
 		return;
 	}
+	/* Moved aside by this run (before the listing): queued already, finished by the worker. */
+	if (rec.run == ar->run)
+		return;
 	if (fstatat(ar->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
 	    st.st_dev != rec.dev || st.st_ino != rec.ino || st.st_uid != rec.uid) {
 		journal__remove(ar->journal_fd, name);
@@ -757,5 +824,5 @@ void archive__finish_staged(struct archive *ar, const char *name)
 	}
 	pr_info("archive %s/%s: moved aside before a restart; finishing", ar->cfg.map_dir, name);
 	/* Beyond the queue's bound: these are few, recorded, and hold no fd. */
-	enqueue(ar, &rec);
+	enqueue(ar, &rec, true);
 }

@@ -92,8 +92,10 @@ int archive__move_tagged(struct archive *ar, pid_t pid, uint64_t start_ticks,
 int archive__move_squatted(struct archive *ar, pid_t pid, dev_t dev, ino_t ino);
 /*
  * At start, a file named ARCHIVE_STAGE_PREFIX... in the map directory:
- * finish the move a crash interrupted if the journal says the agent made
- * it (name, device, inode, owner); else leave it alone, logged and counted.
+ * finish the move a crash interrupted if the journal says an earlier run of
+ * the agent made it (name, device, inode, owner), without a second archived
+ * copy if that run had stored it already; nothing if this run made it (it is
+ * queued); else leave it alone, logged and counted.
  */
 void archive__finish_staged(struct archive *ar, const char *name);
 /* Wait until every queued map is stored. */

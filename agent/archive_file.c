@@ -5,6 +5,11 @@
  * millisecond); the next free name "<name>-dupN.map" is taken instead.
  * Its mtime is the time the agent wrote it, never the map's: the quota
  * orders by it, and the map's mtime is its owner's to choose.
+ * It is synced, then its name, before the caller removes the staged map: the
+ * map is on disk in one place or the other whatever stops the machine. It
+ * carries the staged map's name (ARCHIVE_STAGED_XATTR), set before the
+ * link: a kill between the link and the staged map's removal is told from a
+ * map not yet stored at the next start, and the map is not archived twice.
  * Also the archive directory itself: made ours, cleared of half-written files.
  */
 #include <dirent.h>
@@ -14,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "archive_file.h"
@@ -111,6 +117,18 @@ int archive_file__write(const struct archive_file_req *rq, struct archive_file_r
 		res->why = "cannot read or write it";
 		goto unlink_tmp;
 	}
+	/*
+	 * Before the chown: a user.* attribute needs write access, which the
+	 * agent has to its own file only. A file system without such
+	 * attributes archives the map all the same; a kill after the link
+	 * then costs a second copy at the next start, never the map.
+	 */
+	if (rq->staged && fsetxattr(fd, ARCHIVE_STAGED_XATTR, rq->staged, strlen(rq->staged), 0) &&
+	    errno != ENOTSUP) {
+		err = -errno;
+		res->why = "cannot mark it with its staged map's name";
+		goto unlink_tmp;
+	}
 	/* The owner's share: the quota counts a user's maps by the file's uid. */
 	if (fchown(fd, rq->uid, rq->gid)) {
 		err = -errno;
@@ -125,17 +143,67 @@ int archive_file__write(const struct archive_file_req *rq, struct archive_file_r
 	}
 	res->cost = quota__cost(&st);
 	res->at = st.st_mtim;
+	/* Its data before its name: a name linked to blocks not yet written would be all the crash left. */
+	if (fsync(fd)) {
+		err = -errno;
+		res->why = "cannot sync it to disk";
+		goto unlink_tmp;
+	}
 	err = place(rq->dir_fd, tmp, rq->name, res);
 	if (err) {
 		res->why = "cannot link it to a free name";
 		goto unlink_tmp;
 	}
 	close(fd);
+	/*
+	 * Its name before the staged map's removal, which may be on another
+	 * file system. Linked but not synced, it stays: the caller keeps the
+	 * staged map, which the next start finds archived by its mark.
+	 */
+	if (fsync(rq->dir_fd)) {
+		res->why = "cannot sync the archive directory";
+		return -errno;
+	}
 	return 0;
 unlink_tmp:
 	close(fd);
 	unlinkat(rq->dir_fd, tmp, 0);
 	return err;
+}
+
+/* Does the archived map @name carry @staged's mark? */
+static bool marked(int dir_fd, const char *name, const char *staged)
+{
+	char mark[128];
+	ssize_t n;
+	int fd;
+
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = fgetxattr(fd, ARCHIVE_STAGED_XATTR, mark, sizeof(mark));
+	close(fd);
+	return n == (ssize_t)strlen(staged) && !memcmp(mark, staged, (size_t)n);
+}
+
+int archive_file__find(int dir_fd, const char *name, const char *staged, char *found, size_t len)
+{
+	char cand[128];  /* as struct archive_file_res's name */
+	unsigned int n;
+
+	/*
+	 * Every name place() can give, not only up to the first free one: the
+	 * quota may have evicted an older map under an earlier name since.
+	 */
+	snprintf(cand, sizeof(cand), "%s", name);
+	for (n = 2; n <= MAX_DUPS; n++) {
+		if (marked(dir_fd, cand, staged)) {
+			snprintf(found, len, "%s", cand);
+			return 0;
+		}
+		dup_name(name, n, cand, sizeof(cand));
+	}
+	return -ENOENT;
 }
 
 /* ---- the directory ---- */

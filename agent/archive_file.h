@@ -14,11 +14,19 @@
 
 /* A file the agent was writing when it stopped: removed at the next start. */
 #define ARCHIVE_TMP_PREFIX ".tmp."
+/*
+ * Set on an archived map before it is linked: the staged map's name it was
+ * made from (random, never used twice). An agent killed after the link and
+ * before the staged map's removal leaves both; the next start finds the
+ * mark and removes the staged map rather than archiving it a second time.
+ */
+#define ARCHIVE_STAGED_XATTR "user.perfmapd.staged"
 
 struct archive_file_req {
 	const char *dir;           /* the archive directory */
 	int dir_fd;                /* open */
 	const char *name;          /* wanted name; another if taken */
+	const char *staged;        /* the staged map's name: ARCHIVE_STAGED_XATTR's value */
 	int src_fd;                /* the staged map */
 	uint64_t src_size;
 	uid_t uid;                 /* the map's owner: its share of the quota */
@@ -36,7 +44,18 @@ struct archive_file_res {
 	const char *why;           /* what failed, in words */
 };
 
+/*
+ * Write the archived map, durable (its data, then its name) before the
+ * return: the caller removes the staged map next, and a power cut must not
+ * keep that removal and lose what was written.
+ */
 int archive_file__write(const struct archive_file_req *rq, struct archive_file_res *res);
+/*
+ * Is the staged map @staged archived already, as @name or one of the names
+ * archive_file__write() takes when it is taken? 0 with the name in @found,
+ * -ENOENT when none carries its mark (or the file system keeps no marks).
+ */
+int archive_file__find(int dir_fd, const char *name, const char *staged, char *found, size_t len);
 
 /* Create or check @dir: ours (the effective uid's), open to no one else (077 clear); 0 or -errno. */
 int archive_dir__make(const char *dir);

@@ -105,9 +105,10 @@ int journal__add(int jfd, const struct staged_rec *r)
 	int fd, len, err = 0;
 
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s", r->staged);
-	len = snprintf(line, sizeof(line), "v1 %s %llu %llu %u %u\n", r->name,
+	/* The run last: a record without it (an older agent's) still reads. */
+	len = snprintf(line, sizeof(line), "v1 %s %llu %llu %u %u %llx\n", r->name,
 		       (unsigned long long)r->dev, (unsigned long long)r->ino,
-		       (unsigned int)r->uid, (unsigned int)r->gid);
+		       (unsigned int)r->uid, (unsigned int)r->gid, (unsigned long long)r->run);
 	unlinkat(jfd, tmp, 0);
 	fd = openat(jfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -123,7 +124,7 @@ int journal__add(int jfd, const struct staged_rec *r)
 
 int journal__get(int jfd, const char *staged, struct staged_rec *r)
 {
-	unsigned long long dev, ino;
+	unsigned long long dev, ino, run = 0;
 	unsigned int uid, gid;
 	char line[REC_MAX];
 	ssize_t n;
@@ -139,13 +140,14 @@ int journal__get(int jfd, const char *staged, struct staged_rec *r)
 	line[n] = '\0';
 	memset(r, 0, sizeof(*r));
 	/* %95s: sizeof(r->name) - 1. */
-	if (sscanf(line, "v1 %95s %llu %llu %u %u", r->name, &dev, &ino, &uid, &gid) != 5)
+	if (sscanf(line, "v1 %95s %llu %llu %u %u %llx", r->name, &dev, &ino, &uid, &gid, &run) < 5)
 		return -EINVAL;
 	snprintf(r->staged, sizeof(r->staged), "%s", staged);
 	r->dev = (dev_t)dev;
 	r->ino = (ino_t)ino;
 	r->uid = (uid_t)uid;
 	r->gid = (gid_t)gid;
+	r->run = run;
 	return 0;
 }
 

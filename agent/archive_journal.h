@@ -27,6 +27,12 @@ struct staged_rec {
 	ino_t ino;
 	uid_t uid;
 	gid_t gid;
+	/*
+	 * The agent's run that made it (archive.c draws one at each start);
+	 * 0 in records from before runs were recorded. At start, only
+	 * earlier runs' staged maps are finished: this run's are in hand.
+	 */
+	uint64_t run;
 };
 
 /*

@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "archive.h"
 #include "clock.h"
@@ -83,10 +85,31 @@ static bool store_execd_since(void *ctx, pid_t pid, uint64_t since_ns)
 	return s->ev && events__execd_since(s->ev, pid, since_ns);
 }
 
+/*
+ * Does a process other than (@pid, @start_ticks) hold @pid? /proc answers
+ * for a thread's id too, but no process holds that pid: a map at its path
+ * is a dead process's, and no fork event is coming for it. Taken for held,
+ * it would wait at its path until a process took the pid (a host whose
+ * pids go round gives its threads the ids of processes that just ended).
+ */
 static bool store_pid_held(void *ctx, pid_t pid, uint64_t start_ticks)
 {
+	int fd;
+
 	(void)ctx;
-	return procfs_pid_held(pid, start_ticks);
+	if (!procfs_pid_held(pid, start_ticks))
+		return false;
+	/*
+	 * A thread group's leader only: any other thread's id is refused,
+	 * ENOENT since Linux 6.9 (EINVAL before); ESRCH, it ended meanwhile.
+	 * Out of fds or other errors: held, as before the thread was told apart.
+	 */
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	return errno != ENOENT && errno != EINVAL && errno != ESRCH;
 }
 
 static bool store_same_image(void *ctx, pid_t child, pid_t parent)

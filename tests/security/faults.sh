@@ -29,10 +29,20 @@ MOUNTS=()     # tmpfs mounted here, unmounted at exit
 BG=()         # workloads started in the background, killed at exit
 WATCH_PID=
 RUN=          # this scenario's --run-dir
+HELPER=$WORK/faults_helper.py  # holds the agent in an open; takes pids (write_helper)
+HOLD_FD=      # helper_start's: the hold's and the take's stdin, and their pids
+HOLD_PID=
+TAKE_FD=
+TAKE_PID=
+ARC=()        # the kill scenarios' exited processes, and the prefix of each one's entries
+ARC_PREFIX=()
+ARCHIVE_TMP_RE='^\.tmp\.'  # a part of a map the archiver was writing (agent/archive_file.h)
 
 cleanup() {
 	local p m
 	watch_stop >/dev/null 2>&1
+	helper_stop HOLD
+	helper_stop TAKE
 	for p in "${BG[@]}"; do
 		kill -9 "$p" 2>/dev/null
 	done
@@ -272,8 +282,9 @@ starve() {
 	check "emfile: the limit back, the 10 children got their copies" wait "$fj" || head -3 "$WORK/starved.out"
 	check "emfile: the archiver had maps in hand without an fd, and kept them ($(status_of "$d" archive_store_deferred) put off)" \
 		status_ge "$d" archive_store_deferred 1
+	# In the order a map goes (path, staged, archive): none at a path, then none staged, is all archived.
 	check "emfile: the limit back, they reached the archive by themselves" \
-		wait_for 60 eval 'no_staged "$d" && maps_gone "$d" "${spids[@]}"'
+		wait_for 60 eval 'maps_gone "$d" "${spids[@]}" && no_staged "$d"'
 	for i in $(seq 20); do
 		entries_kept "$d" "$a" "${spids[$((i - 1))]}" "st$i" 30000 || lost=$((lost + 1))
 	done
@@ -406,50 +417,394 @@ test_kill_copies() {
 	stop_agent || fail "kill_copies: perfmapd exited non-zero"
 }
 
-# kill -9 while the archiver compacts the maps of 30 processes that exited
-# together: no torn map in the map directory or the archive, the staged maps
-# are finished at the next start, and every process's entries are archived.
-test_kill_archive() {
-	local d=$WORK/killar a=$WORK/archive-killar log=$WORK/killar.log pids=() p i lost=0 staged temps
-	mkdir -p "$d" && chmod 1777 "$d"
-	agent "$d" "$a" "$log" --retention 0 --archive-max-bytes 1G ||
-		{ fail "kill_archive: perfmapd did not start"; return; }
-	watch_start "$d" "$a"
-	kill -STOP "$AGENT_PID"
-	for i in $(seq 30); do
-		"$FORKJIT" --dir "$d" --entries 30000 --prefix "arc$i" >/dev/null 2>&1 &
+# ---- holding the agent where the kernel orders it ----
+
+# The helper the kill scenarios hold the agent with, and take pids with:
+#   hold OUT DIR...   a fanotify listener on the DIRs: every open of a file in
+#                     them waits for its answer. Commands on stdin: "hold PID
+#                     REGEX N" (PID's Nth open of a file whose name matches is
+#                     not answered: PID waits in that open until "release" or
+#                     the end) and "release"; every other open is answered at
+#                     once. Says "ready", then "held NAME" for each it holds.
+#   take OUT SPEC...  takes each pid SPEC (N: a process, t:N: a thread of its
+#                     own) through ns_last_pid; says "took N process|thread"
+#                     or "missed N ...", then "ready"; holds them to the end.
+# "quit" on its stdin ends either (the background processes started since
+# hold its stdin open too: no end of file), answering or letting go what it
+# holds; so does the end of the suite's shell, however it ends.
+write_helper() {
+	cat >"$HELPER" <<'EOF'
+import ctypes, fcntl, os, re, select, signal, sys, threading
+
+FAN_CLOEXEC, FAN_CLASS_CONTENT, FAN_MARK_ADD = 0x01, 0x04, 0x01
+FAN_OPEN_PERM, FAN_EVENT_ON_CHILD = 0x10000, 0x08000000
+FAN_ALLOW, META = 0x01, 24  # sizeof(struct fanotify_event_metadata)
+PR_SET_PDEATHSIG = 1
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def hold(out, dirs):
+    libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int,
+                                   ctypes.c_char_p]
+    fan = libc.fanotify_init(FAN_CLOEXEC | FAN_CLASS_CONTENT, os.O_RDONLY | os.O_CLOEXEC | os.O_LARGEFILE)
+    if fan < 0:
+        sys.exit("hold: fanotify_init: " + os.strerror(ctypes.get_errno()))
+    for d in dirs:
+        if libc.fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_EVENT_ON_CHILD, -100, d.encode()) < 0:
+            sys.exit("hold: fanotify_mark %s: %s" % (d, os.strerror(ctypes.get_errno())))
+    o = open(out, "a", buffering=1)
+    rules, held = [], []
+
+    def answer(fd):
+        try:
+            os.write(fan, fd.to_bytes(4, "little", signed=True) + FAN_ALLOW.to_bytes(4, "little"))
+        except OSError:
+            pass  # the process that waited was killed meanwhile
+        os.close(fd)
+
+    o.write("ready\n")
+    cmds = b""
+    while b"quit\n" not in cmds:
+        ready = select.select([fan, 0], [], [])[0]
+        if 0 in ready:
+            more = os.read(0, 4096)
+            if not more:
+                break
+            cmds += more
+            while b"\n" in cmds and not cmds.startswith(b"quit\n"):
+                line, cmds = cmds.split(b"\n", 1)
+                w = line.decode().split()
+                if w and w[0] == "hold":
+                    rules.append([int(w[1]), re.compile(w[2]), int(w[3])])
+                elif w and w[0] == "release":
+                    for fd in held:
+                        answer(fd)
+                    held = []
+        if fan in ready:
+            buf, off = os.read(fan, META * 256), 0
+            while off + META <= len(buf):
+                fd = int.from_bytes(buf[off + 16:off + 20], "little", signed=True)
+                pid = int.from_bytes(buf[off + 20:off + 24], "little", signed=True)
+                off += int.from_bytes(buf[off:off + 4], "little")
+                if fd < 0:
+                    continue  # FAN_NOFD: the queue overflowed, and nothing waits on it
+                name = os.path.basename(os.readlink("/proc/self/fd/%d" % fd))
+                for rule in rules:
+                    if rule[0] == pid and rule[1].search(name):
+                        rule[2] -= 1
+                        if not rule[2]:
+                            rules.remove(rule)
+                            held.append(fd)
+                            o.write("held %s\n" % name)
+                            fd = -1
+                        break
+                if fd >= 0:
+                    answer(fd)
+    for fd in held:
+        answer(fd)
+
+
+def take(out, specs):
+    o = open(out, "a", buffering=1)
+    r, w = os.pipe()
+    stop, children = threading.Event(), []
+    for spec in specs:
+        thread = spec.startswith("t:")
+        want, got = int(spec[2:] if thread else spec), False
+        for _ in range(200):
+            with open("/proc/sys/kernel/ns_last_pid", "r+") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)  # the kernel's users of ns_last_pid take it (CRIU)
+                f.write(str(want - 1))
+                f.flush()
+                if thread:
+                    tid = []
+                    t = threading.Thread(target=lambda: (tid.append(threading.get_native_id()), stop.wait()),
+                                         daemon=True)
+                    t.start()
+                    while not tid:
+                        pass
+                    got = tid[0] == want
+                else:
+                    pid = os.fork()
+                    if not pid:
+                        os.close(f.fileno())  # its lock, shared since the fork, goes with the parent's
+                        if os.getpid() == want:
+                            os.close(w)
+                            os.read(r, 1)  # until the taker ends
+                        os._exit(0)
+                    got = pid == want
+                    if got:
+                        children.append(pid)
+                    else:
+                        os.waitpid(pid, 0)
+            if got:
+                break
+        o.write("%s %d %s\n" % ("took" if got else "missed", want, "thread" if thread else "process"))
+    o.write("ready\n")
+    for line in sys.stdin:
+        if line == "quit\n":
+            break
+    stop.set()
+    os.close(w)
+    for pid in children:
+        os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the suite's shell gone (a kill -9): so is this
+    {"hold": hold, "take": take}[sys.argv[1]](sys.argv[2], sys.argv[3:])
+EOF
+}
+
+# helper_start NAME ARGS...: the helper in the background, its stdin a FIFO
+# on fd ${NAME}_FD, its pid in ${NAME}_PID, its output in $WORK/NAME.out.
+helper_start() {
+	local name=$1 fifo=$WORK/$1.in fd
+	shift
+	[ -e "$HELPER" ] || write_helper
+	: >"$WORK/$name.out"
+	rm -f "$fifo" && mkfifo "$fifo" || return 1
+	python3 "$HELPER" "$@" <"$fifo" 2>>"$WORK/$name.out" &
+	printf -v "${name}_PID" %s $!
+	exec {fd}>"$fifo"
+	printf -v "${name}_FD" %s "$fd"
+	wait_for 30 grep -q '^ready' "$WORK/$name.out" && return 0
+	sed 's/^/    /' "$WORK/$name.out"
+	return 1
+}
+
+# helper_stop NAME: it lets go of what it holds and ends.
+helper_stop() {
+	local fd pid
+	fd=$(eval echo "\${${1}_FD:-}")
+	pid=$(eval echo "\${${1}_PID:-}")
+	# A helper gone already must not take the shell with it (SIGPIPE).
+	[ -n "$fd" ] && { (trap '' PIPE; echo quit >&"$fd") 2>/dev/null; exec {fd}>&-; }
+	[ -n "$pid" ] && wait "$pid" 2>/dev/null
+	printf -v "${1}_FD" %s ""
+	printf -v "${1}_PID" %s ""
+}
+
+# hold_at PID REGEX N: PID waits in its Nth open of a file whose name
+# matches REGEX, in the directories held; held N: N such waits.
+hold_at() { (trap '' PIPE; echo "hold $*" >&"$HOLD_FD") 2>/dev/null; }
+held() { [ "$(grep -c '^held' "$WORK/HOLD.out")" -ge "$1" ]; }
+
+# arc_exit D PREFIX FIRST N: N processes write maps of 30000 entries in D
+# (PREFIX<FIRST>_..., one prefix each) and exit; pids and prefixes to ARC,
+# ARC_PREFIX.
+arc_exit() {
+	local d=$1 pre=$2 i p pids=()
+	for i in $(seq "$3" $(($3 + $4 - 1))); do
+		"$FORKJIT" --dir "$d" --entries 30000 --prefix "$pre$i" >/dev/null 2>&1 &
 		pids+=($!)
+		ARC+=($!)
+		ARC_PREFIX+=("$pre$i")
 	done
 	for p in "${pids[@]}"; do
 		wait "$p"
 	done
-	# Let go, all 30 exits are read at once and their maps moved aside together.
-	kill -CONT "$AGENT_PID"
-	kill9_at "$log" "^perfmapd: archive: .* -> "
-	staged=$(ls -a "$d" | grep -c '^\.perfmapd\.')
-	temps=$(ls -a "$a" | grep -c '^\.perf-')
-	say "  killed with $(grep -c "^perfmapd: archive: .* -> " "$log") of 30 archived, $staged staged, \
-$temps temporary file(s) in the archive"
-	check "kill_archive: the agent died with maps staged ($staged)" test "$staged" -gt 0
-	maps_whole "after kill -9" "$d" "$a"
-	agent "$d" "$a" "$WORK/killar2.log" --retention 0 --archive-max-bytes 1G ||
-		{ fail "kill_archive: perfmapd did not start again"; return; }
-	check "kill_archive: the staged maps were finished at the next start" wait_for 60 no_staged "$d"
-	check "kill_archive: every exited map left its path" wait_for 30 maps_gone "$d" "${pids[@]}"
-	for i in $(seq 30); do
-		entries_kept "$d" "$a" "${pids[$((i - 1))]}" "arc$i" 30000 || lost=$((lost + 1))
+}
+
+# logged_ge LOG PATTERN N: N lines of LOG match.
+logged_ge() { [ "$(grep -c "$2" "$1")" -ge "$3" ]; }
+
+# kept_once D A PID PREFIX N: PID's N entries are in one file, at its path
+# or in the archive, and nowhere else: a map archived twice costs its
+# owner's quota twice, and evicts another map of theirs in a full archive.
+kept_once() {
+	local f n files=0 total=0
+	for f in "$1/perf-$3.map" "$2"/perf-"$3"-*.map; do
+		[ -e "$f" ] || continue
+		n=$(grep -c " $4_" "$f")
+		[ "$n" -gt 0 ] || continue
+		files=$((files + 1))
+		total=$((total + n))
 	done
-	check "kill_archive: no map lost: all 30 processes' 30000 entries are archived ($lost lost)" test "$lost" = 0
-	if [ "$temps" -gt 0 ]; then
-		check "kill_archive: the part of a map the kill left in the archive was removed" \
-			wait_for 10 eval "! ls -a '$a' | grep -q '^\.perf-'"
-	else
-		skip "kill_archive: no archive was being written at the kill (no part of a map left to remove)"
-	fi
+	[ "$files" = 1 ] && [ "$total" -ge "$5" ]
+}
+
+# archived D A PID PREFIX N: PID's N entries are in the archive.
+archived() { [ "$(cat "$2"/perf-"$3"-*.map 2>/dev/null | grep -c " $4_")" -ge "$5" ]; }
+
+# all_archived D A: every process of ARC has its entries in the archive. A
+# map is at its path, staged or archived at every instant, and only goes
+# forward: of the three, only this one holds for good once it holds.
+all_archived() {
+	local i
+	for i in "${!ARC[@]}"; do
+		archived "$1" "$2" "${ARC[$i]}" "${ARC_PREFIX[$i]}" 30000 || return 1
+	done
+}
+
+# lost_lines D PID LOG...: the agents' lines about PID's map in D and the
+# staged name it was moved to: the suite's directory, logs and all, goes at
+# its end.
+lost_lines() {
+	local d=$1 p=$2 staged
+	shift 2
+	staged=$(grep -ho "perf-$p\.map: .* moved aside to \.perfmapd\.[0-9a-f]*\.map" "$@" |
+		grep -o '\.perfmapd\.[0-9a-f]*\.map' | sort -u | paste -sd'|')
+	say "  perf-$p.map ($([ -e "$d/perf-$p.map" ] && echo "at its path" || echo "not at its path")), in the agents' logs:"
+	grep -hE "perf-$p(\.map|-)${staged:+|$staged}" "$@" | sed 's/^/    /' | head -n 20
+}
+
+# restarted_keeps NAME D A LOG...: the agent started again on D and A
+# archives every map of ARC by itself, each once, and leaves nothing staged,
+# no part of a map and none of their maps at their paths; it says of none
+# that it is not archived. It waits for the end state: all archived, then
+# nothing staged (a staged map goes only once its archived copy is linked:
+# none staged, no store is under way). Looking first for "none staged", then
+# for "none at their paths", then counting, read a restarted agent between
+# its steps: no map staged while the first agent's 4 were stored and before
+# its tick moved 25 maps aside, none at their paths once it had, and 10 of
+# the 25 still in its worker's hands when counted: "10 lost" (issue 20).
+restarted_keeps() {
+	local name=$1 d=$2 a=$3 i p failed said lost=() twice=()
+	shift 3
+	check "$name: every map reached the archive, by itself" wait_for 90 all_archived "$d" "$a"
+	check "$name: nothing is left staged" wait_for 30 no_staged "$d"
+	for i in "${!ARC[@]}"; do
+		p=${ARC[$i]}
+		if ! archived "$d" "$a" "$p" "${ARC_PREFIX[$i]}" 30000; then
+			lost+=("$p")
+		elif ! kept_once "$d" "$a" "$p" "${ARC_PREFIX[$i]}" 30000; then
+			twice+=("$p")
+		fi
+	done
+	check "$name: no map lost: all ${#ARC[@]} processes' 30000 entries are archived (${#lost[@]} not)" \
+		test "${#lost[@]}" = 0 || for p in "${lost[@]}"; do lost_lines "$d" "$p" "$@"; done
+	check "$name: and each once (${#twice[@]} archived twice)" test "${#twice[@]}" = 0 ||
+		for p in "${twice[@]}"; do lost_lines "$d" "$p" "$@"; done
+	check "$name: none of their maps is left at its path" maps_gone "$d" "${ARC[@]}"
+	check "$name: no part of a map is left in the archive" eval "! ls -a '$a' | grep -q '$ARCHIVE_TMP_RE'"
+	failed=$(status_of "$d" archive_failed)
+	said=$(cat "$@" | grep -c 'its map is not archived')
+	check "$name: no map said not archived, none counted failed (archive_failed $failed, said $said times)" \
+		test "$failed/$said" = 0/0 || grep -h 'its map is not archived' "$@" | sed 's/^/    /' | head -n 10
+}
+
+# kill -9 while the archiver works through the maps of 30 processes that
+# exited together, at the point issue 20's run found (1 of 30 archived, 4
+# moved aside, the part of a map being written in the archive, 25 at their
+# paths), held there by the kernel rather than raced: the worker waits in
+# the open of its second archive temporary, and the agent is stopped
+# (SIGSTOP) while 25 more exit. Started again on the same directories, it
+# removes the part and archives every map, each once.
+test_kill_archive() {
+	local d=$WORK/killar a=$WORK/archive-killar log=$WORK/killar.log log2=$WORK/killar2.log
+	local staged temps archived paths
+	mkdir -p "$d" "$a" && chmod 1777 "$d" && chmod 700 "$a"
+	ARC=() ARC_PREFIX=()
+	helper_start HOLD hold "$WORK/HOLD.out" "$d" "$a" || { fail "kill_archive: no fanotify hold"; return; }
+	agent "$d" "$a" "$log" --retention 0 --archive-max-bytes 1G ||
+		{ fail "kill_archive: perfmapd did not start"; return; }
+	watch_start "$d" "$a"
+	hold_at "$AGENT_PID" "$ARCHIVE_TMP_RE" 2
+	arc_exit "$d" arc 1 5
+	check "kill_archive: 5 exited: the first archived, the worker held writing the second" wait_for 60 held 1
+	check "kill_archive: and the 5 maps moved aside" wait_for 30 logged_ge "$log" "moved aside to" 5
+	kill -STOP "$AGENT_PID"
+	arc_exit "$d" arc 6 25
+	kill9_agent
+	helper_stop HOLD
+	staged=$(ls -a "$d" | grep -c '^\.perfmapd\.')
+	temps=$(ls -a "$a" | grep -c "$ARCHIVE_TMP_RE")
+	archived=$(ls "$a" | grep -c '^perf-')
+	paths=$(ls "$d" | grep -c '^perf-')
+	say "  killed with $archived of 30 archived, $staged staged, $temps temporary file(s) in the archive, $paths at their paths"
+	check "kill_archive: killed there: 1 archived, 4 staged, 1 part of a map in the archive, 25 at their paths" \
+		test "$archived/$staged/$temps/$paths" = 1/4/1/25
+	maps_whole "after kill -9" "$d" "$a"
+	agent "$d" "$a" "$log2" --retention 0 --archive-max-bytes 1G ||
+		{ fail "kill_archive: perfmapd did not start again"; return; }
+	check "kill_archive: the part of a map the kill left in the archive was removed" \
+		wait_for 10 eval "! ls -a '$a' | grep -q '$ARCHIVE_TMP_RE'"
+	restarted_keeps kill_archive "$d" "$a" "$log" "$log2"
 	recovers "$d" killarlater 1000
 	watch_stop
 	maps_whole "at the end" "$d" "$a"
 	stop_agent || fail "kill_archive: perfmapd exited non-zero"
+}
+
+# kill -9 at each point of a map's way to the archive, each held by the
+# kernel: at their paths, the exits seen (paths); moved aside, the worker in
+# the open of the first (staged); the worker in the open of its archive
+# temporary (temporary); the first archived, the worker in the open of the
+# second (archived). 16 processes each time; the agent started again on the
+# same directories archives every map once, and leaves nothing behind.
+test_kill_archive_points() {
+	local point d a log log2 n=16 staged
+	for point in paths staged temporary archived; do
+		d=$WORK/kp-$point a=$WORK/archive-kp-$point log=$WORK/kp-$point.log log2=$WORK/kp-$point-2.log
+		mkdir -p "$d" "$a" && chmod 1777 "$d" && chmod 700 "$a"
+		ARC=() ARC_PREFIX=()
+		helper_start HOLD hold "$WORK/HOLD.out" "$d" "$a" ||
+			{ fail "kill_archive_points: $point: no fanotify hold"; return; }
+		agent "$d" "$a" "$log" --retention "$([ $point = paths ] && echo 1h || echo 0)" ||
+			{ fail "kill_archive_points: $point: perfmapd did not start"; return; }
+		case $point in
+		paths)
+			arc_exit "$d" "kp$point" 1 $n
+			check "kill_archive_points: $point: the $n exits seen, their maps kept at their paths" \
+				wait_for 30 logged_ge "$log" "stays for" $n ;;
+		staged)
+			hold_at "$AGENT_PID" '^\.perfmapd\.' 1
+			arc_exit "$d" "kp$point" 1 $n
+			check "kill_archive_points: $point: all $n moved aside, the worker held at the first" \
+				wait_for 30 eval "held 1 && logged_ge '$log' 'moved aside to' $n" ;;
+		temporary)
+			hold_at "$AGENT_PID" "$ARCHIVE_TMP_RE" 1
+			arc_exit "$d" "kp$point" 1 $n
+			check "kill_archive_points: $point: all $n moved aside, the worker held at its first temporary" \
+				wait_for 30 eval "held 1 && logged_ge '$log' 'moved aside to' $n" ;;
+		archived)
+			hold_at "$AGENT_PID" '^\.perfmapd\.' 2
+			arc_exit "$d" "kp$point" 1 $n
+			check "kill_archive_points: $point: the first archived, the worker held at the second" \
+				wait_for 60 eval "held 1 && logged_ge '$log' 'moved aside to' $n && logged_ge '$log' '^perfmapd: archive: ' 1" ;;
+		esac
+		kill9_agent
+		helper_stop HOLD
+		staged=$(ls -a "$d" | grep -c '^\.perfmapd\.')
+		say "  $point: killed with $(ls "$a" | grep -c '^perf-') archived, $staged staged, $(ls -a "$a" | grep -c "$ARCHIVE_TMP_RE") temporary, $(ls "$d" | grep -c '^perf-') at their paths"
+		maps_whole "$point: after kill -9" "$d" "$a"
+		agent "$d" "$a" "$log2" --retention 0 ||
+			{ fail "kill_archive_points: $point: perfmapd did not start again"; return; }
+		restarted_keeps "kill_archive_points: $point" "$d" "$a" "$log" "$log2"
+		stop_agent || fail "kill_archive_points: $point: perfmapd exited non-zero"
+	done
+}
+
+# kill -9 with 16 exited processes' maps at their paths; before the start
+# again, 5 of their pids are taken by new processes and one by a thread (a
+# busy host's pids go round). The new processes' paths are claimed in the
+# scan of /proc, before the map directory is listed: the maps moved aside
+# then must not be taken for the earlier run's and finished twice (which
+# said "its map is not archived" of maps that were, and counted them
+# failed). A thread's id is no process's pid: the map at it is a dead
+# process's, archived, not left waiting for a fork event that never comes.
+test_kill_archive_pids() {
+	local d=$WORK/kpids a=$WORK/archive-kpids log=$WORK/kpids.log log2=$WORK/kpids2.log
+	mkdir -p "$d" && chmod 1777 "$d"
+	ARC=() ARC_PREFIX=()
+	agent "$d" "$a" "$log" --retention 1h || { fail "kill_archive_pids: perfmapd did not start"; return; }
+	watch_start "$d" "$a"
+	arc_exit "$d" kpid 1 16
+	check "kill_archive_pids: the 16 exits seen, their maps kept at their paths" \
+		wait_for 30 logged_ge "$log" "stays for" 16
+	kill9_agent
+	helper_start TAKE take "$WORK/TAKE.out" "${ARC[@]:0:5}" "t:${ARC[5]}" ||
+		{ fail "kill_archive_pids: the pids could not be taken"; return; }
+	check "kill_archive_pids: 5 of the dead processes' pids taken by new processes, 1 by a thread" \
+		test "$(grep -c '^took' "$WORK/TAKE.out")" = 6 || cat "$WORK/TAKE.out"
+	agent "$d" "$a" "$log2" --retention 0 || { fail "kill_archive_pids: perfmapd did not start again"; return; }
+	restarted_keeps kill_archive_pids "$d" "$a" "$log" "$log2"
+	helper_stop TAKE
+	recovers "$d" kpidslater 1000
+	watch_stop
+	maps_whole "at the end" "$d" "$a"
+	stop_agent || fail "kill_archive_pids: perfmapd exited non-zero"
 }
 
 # The load held: 4 JIT parents with maps of 200 entries each fork 100
@@ -484,6 +839,8 @@ test_load() {
 
 scenario_done() {
 	watch_stop
+	helper_stop HOLD
+	helper_stop TAKE
 	cleanup_agent
 	RUN=$WORK/r
 }

@@ -450,6 +450,159 @@ static void test_a_staged_map_replaced_by_its_owner_is_refused(void **state)
 	assert_int_equal(journal_records(), 0);
 }
 
+/* The journal's directory (the archive's .staged-*), open. */
+static int journal_fd(void)
+{
+	char path[4096 + 300];
+	struct dirent *de;
+	DIR *d = opendir(arch);
+	int fd = -1;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ".staged-", 8)) {
+			snprintf(path, sizeof(path), "%s/%s", arch, de->d_name);
+			fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+	closedir(d);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/*
+ * The startup's listing runs after the processes' scan, which moves aside
+ * the maps of dead processes whose pids were taken: this run's own staged
+ * maps, queued already. Finished again, the second store found the map
+ * gone and said "its map is not archived" for a map that was.
+ */
+static void test_this_runs_staged_maps_are_not_finished_twice(void **state)
+{
+	char staged[4096 + 300];
+	struct archive_stats as;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive__pause(ar, true);
+	move_map(335, 4, 0);
+	finish_all_staged();
+	archive__pause(ar, false);
+	archive__flush(ar);
+	assert_true(archived(335));
+	archive__stats(ar, &as);
+	assert_int_equal(as.archived, 1);
+	assert_int_equal(as.failed, 0);
+	assert_int_equal(as.staged_refused, 0);
+
+	/* Stored and its record gone after the listing read its name: not refused as planted either. */
+	archive__pause(ar, true);
+	move_map(336, 4, 0);
+	staged_name(staged, sizeof(staged));
+	archive__pause(ar, false);
+	archive__flush(ar);
+	archive__finish_staged(ar, strrchr(staged, '/') + 1);
+	archive__stats(ar, &as);
+	assert_int_equal(as.staged_refused, 0);
+	assert_int_equal(as.archived, 2);
+}
+
+/* A record an agent wrote before runs were recorded: an earlier run's, finished. */
+static void test_an_older_agents_record_is_finished(void **state)
+{
+	char staged[4096 + 300], rec_path[4096 + 400], line[256];
+	struct staged_rec rec;
+	int jfd, n;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive__pause(ar, true);
+	move_map(337, 4, 0);
+	archive__free(ar);
+	ar = NULL;
+	staged_name(staged, sizeof(staged));
+	jfd = journal_fd();
+	assert_int_equal(journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
+	assert_true(rec.run != 0);
+	n = snprintf(line, sizeof(line), "v1 %s %llu %llu %u %u\n", rec.name,
+		     (unsigned long long)rec.dev, (unsigned long long)rec.ino,
+		     (unsigned int)rec.uid, (unsigned int)rec.gid);
+	snprintf(rec_path, sizeof(rec_path), "/proc/self/fd/%d/%s", jfd, rec.staged);
+	tu_write(rec_path, line, (size_t)n);
+	assert_int_equal(journal__get(jfd, rec.staged, &rec), 0);
+	assert_int_equal(rec.run, 0);
+	close(jfd);
+	ar = open_archive(1 << 20);
+	finish_all_staged();
+	archive__flush(ar);
+	assert_true(archived(337));
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+}
+
+/*
+ * Killed after the archived map's link, before the staged map's removal:
+ * the next start finds it archived by its mark and removes the staged map,
+ * rather than archiving the same entries a second time (perf-<pid>-7-dup2,
+ * charged to its owner's quota twice: with the archive full, the copy
+ * evicted another of the owner's maps).
+ */
+static void test_a_map_archived_before_a_kill_is_not_archived_twice(void **state)
+{
+	char staged[4096 + 300], path[4096 + 200], mark[128];
+	struct archive_file_res res;
+	struct archive_stats as;
+	struct staged_rec rec;
+	struct stat st;
+	int jfd, afd;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive__pause(ar, true);
+	move_map(340, 4, 0);
+	staged_name(staged, sizeof(staged));
+	jfd = journal_fd();
+	assert_int_equal(journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
+	close(jfd);
+	/* What the worker had done when the kill came: the archived map written, marked and linked. */
+	afd = open(arch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(afd >= 0);
+	{
+		struct archive_file_req rq = {
+			.dir = arch, .dir_fd = afd, .name = rec.name, .staged = rec.staged,
+			.uid = rec.uid, .gid = rec.gid, .max_map_bytes = 1 << 20,
+			.max_table_bytes = ARCHIVE_TABLE_MAX_BYTES,
+		};
+
+		rq.src_fd = open(staged, O_RDONLY | O_CLOEXEC);
+		assert_true(rq.src_fd >= 0);
+		assert_int_equal(fstat(rq.src_fd, &st), 0);
+		rq.src_size = (uint64_t)st.st_size;
+		assert_int_equal(archive_file__write(&rq, &res), 0);
+		close(rq.src_fd);
+	}
+	snprintf(path, sizeof(path), "%s/%s", arch, res.name);
+	if (getxattr(path, ARCHIVE_STAGED_XATTR, mark, sizeof(mark)) < 0) {
+		close(afd);
+		skip();  /* a file system without user.* attributes: archived twice, as before */
+	}
+	archive__free(ar);
+	ar = NULL;
+	assert_int_equal(count_in(maps, ".perfmapd."), 1);
+	ar = open_archive(1 << 20);
+	finish_all_staged();
+	archive__flush(ar);
+	assert_int_equal(count_in(arch, "perf-340-"), 1);
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+	assert_int_equal(journal_records(), 0);
+	archive__stats(ar, &as);
+	assert_int_equal(as.archived, 1);
+	/* Another staged map of the same name (pid and start) is not taken for it: the mark names one. */
+	move_map(340, 6, 0);
+	archive__flush(ar);
+	assert_int_equal(count_in(arch, "perf-340-7-dup2.map"), 1);
+	assert_int_equal(archive_file__find(afd, "perf-340-7.map", ".perfmapd.00000000000000000000000000000000.map",
+					    mark, sizeof(mark)), -ENOENT);
+	close(afd);
+}
+
 static void test_an_archive_is_never_replaced(void **state)
 {
 	(void)state;
@@ -867,6 +1020,9 @@ int main(void)
 		T(test_a_planted_staged_file_is_left_alone),
 		T(test_squatted_staged_names_do_not_stop_a_move),
 		T(test_a_staged_map_replaced_by_its_owner_is_refused),
+		T(test_this_runs_staged_maps_are_not_finished_twice),
+		T(test_an_older_agents_record_is_finished),
+		T(test_a_map_archived_before_a_kill_is_not_archived_twice),
 		T(test_an_archive_is_never_replaced),
 		T(test_the_queue_is_bounded_and_holds_no_fd),
 		T(test_a_squatted_map_moves_while_written_and_past_a_full_queue),

@@ -18,6 +18,7 @@
 
 #include "archive_quota.h"
 #include "log.h"
+#include "subids.h"
 
 /* One uid's files, oldest first: v[head .. head + n). */
 struct share {
@@ -96,10 +97,15 @@ void quota__usage(const struct quota *q, uint64_t *files, uint64_t *bytes)
 	*bytes = __atomic_load_n(&q->bytes, __ATOMIC_RELAXED);
 }
 
+/*
+ * A user's share holds its subordinate uids' maps too (its rootless
+ * containers'): 65,536 small shares would make everyone else's the largest.
+ */
 static struct share *share_find(const struct quota *q, uid_t uid)
 {
 	size_t i;
 
+	uid = subids_owner(uid);
 	for (i = 0; i < q->ns; i++)
 		if (q->s[i].uid == uid)
 			return &q->s[i];
@@ -122,7 +128,7 @@ static struct share *share_of(struct quota *q, uid_t uid)
 		q->s = ns;
 		q->cap = cap;
 	}
-	q->s[q->ns] = (struct share){ .uid = uid };
+	q->s[q->ns] = (struct share){ .uid = subids_owner(uid) };
 	return &q->s[q->ns++];
 }
 

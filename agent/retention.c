@@ -10,6 +10,7 @@
 
 #include "pidmap.h"
 #include "retention.h"
+#include "subids.h"
 
 struct node {
 	struct pidmap_node node;
@@ -148,10 +149,12 @@ static struct node *node_of(const struct retention *r, pid_t pid)
 	return (struct node *)pidmap_find(&r->map, pid);
 }
 
+/* Counted per user: a user's subordinate uids (its rootless containers') count as the user. */
 static struct owner *owner_of(const struct retention *r, uid_t uid)
 {
 	size_t i;
 
+	uid = subids_owner(uid);
 	for (i = 0; i < r->nowners; i++)
 		if (r->owners[i].uid == uid)
 			return &r->owners[i];
@@ -193,7 +196,7 @@ static void count_owner(struct retention *r, const struct retained *e, bool more
 	if (!o) {
 		/* owner_reserve() made room */
 		o = &r->owners[r->nowners++];
-		*o = (struct owner){ .uid = e->uid };
+		*o = (struct owner){ .uid = subids_owner(e->uid) };
 	}
 	if (more) {
 		o->orphans += e->orphan;

@@ -28,15 +28,16 @@ FUZZ_SHORT_SECONDS ?= 10
 TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
 TEST_AGENT_policy := agent/policy.c agent/policy_hold.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c agent/subids.c \
 	agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
-TEST_AGENT_retention := agent/retention.c agent/pidmap.c
-TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c \
+TEST_AGENT_retention := agent/retention.c agent/subids.c agent/pidmap.c agent/log.c
+TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c agent/subids.c \
 	agent/archive_quota.c agent/clock.c agent/log.c
 TEST_AGENT_copier := agent/copier.c agent/subids.c agent/mapfile.c agent/inherit.c agent/privs.c agent/procfs.c agent/clock.c \
 	agent/log.c
 TEST_AGENT_log := agent/log.c
 TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
 TEST_AGENT_creds := agent/creds.c agent/procfs.c
-TEST_AGENT_subids := agent/subids.c agent/budget.c agent/pidmap.c agent/log.c
+TEST_AGENT_subids := agent/subids.c agent/budget.c agent/retention.c agent/archive_quota.c \
+	agent/pidmap.c agent/clock.c agent/log.c
 TEST_AGENT_metrics := agent/metrics_text.c agent/metrics_conn.c agent/clock.c agent/log.c
 TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
 # options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archive_quota.h"
 #include "budget.h"
+#include "retention.h"
 #include "subids.h"
 #include "testutil.h"
 
@@ -126,6 +128,75 @@ static void test_subordinate_uids_share_their_users_budget(void **state)
 	tu_rmdir(dir);
 }
 
+/* Load a table of one range, 100000-165535 of uid 1000, from a file in @dir. */
+static void load_range(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/subuid", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("1000:100000:65536\n", f);
+	fclose(f);
+	assert_int_equal(subids_load(path), 0);
+}
+
+/* Maps retained per uid: a user's subordinate uids' count as the user's. */
+static void test_subordinate_uids_share_their_users_retention(void **state)
+{
+	struct retention *r = retention__new();
+	char *dir = tu_mkdtemp();
+	struct retained e = { .kind = RETAIN_EXITED, .deadline_ns = 1 };
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(r);
+	load_range(dir);
+	for (pid = 10; pid < 20; pid++) {
+		e.pid = pid;
+		e.uid = 100000 + (uid_t)pid;  /* ten different uids of the range */
+		assert_int_equal(retention__add(r, &e), 0);
+	}
+	assert_int_equal(retention__exited(r, 1000), 10);
+	assert_int_equal(retention__exited(r, 165535), 10);
+	assert_int_equal(retention__exited(r, 165536), 0);
+	retention__free(r);
+	subids_unload();
+	tu_rmdir(dir);
+}
+
+/*
+ * The archive's quota evicts the largest share first: 20 small maps of 20
+ * subordinate uids are one user's share, larger than root's one map, so
+ * theirs go first, not root's.
+ */
+static void test_subordinate_uids_are_one_share_of_the_quota(void **state)
+{
+	struct quota *q = quota__new();
+	char *dir = tu_mkdtemp(), name[32];
+	const struct archived_file *f;
+	struct timespec at = { 0 };
+	int i;
+
+	(void)state;
+	assert_non_null(q);
+	load_range(dir);
+	at.tv_sec = 100;
+	assert_int_equal(quota__add(q, "perf-1-1.map", 10000, at, 0), 0);
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "perf-%d-1.map", 100 + i);
+		at.tv_sec = 200 + i;
+		assert_int_equal(quota__add(q, name, 1000, at, 100000 + (uid_t)i), 0);
+	}
+	f = quota__victim(q, 20000, 0);
+	assert_non_null(f);
+	assert_true(f->uid >= 100000 && f->uid < 165536);
+	quota__free(q);
+	subids_unload();
+	tu_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -134,6 +205,8 @@ int main(void)
 		cmocka_unit_test(test_overlaps_keep_the_first),
 		cmocka_unit_test(test_no_file_is_an_empty_table),
 		cmocka_unit_test(test_subordinate_uids_share_their_users_budget),
+		cmocka_unit_test(test_subordinate_uids_share_their_users_retention),
+		cmocka_unit_test(test_subordinate_uids_are_one_share_of_the_quota),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,11 +1,8 @@
 /* A process's credentials as the host sees them, read from /proc. */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "creds.h"
 #include "procfs.h"
@@ -139,32 +136,13 @@ bool idmap_root_is_host_root(const struct idmap *uid_map)
 	return false;
 }
 
-/* /proc/<pid>/<name> into @buf (NUL-terminated): 0, -ESRCH when gone, -errno. */
-static int read_proc(pid_t pid, const char *name, char *buf, size_t cap)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
 int idmap_read(pid_t pid, const char *name, struct idmap *m)
 {
 	char buf[16384];
 	int err;
 
 	m->n = 0;
-	err = read_proc(pid, name, buf, sizeof(buf));
+	err = procfs_read_text(pid, name, buf, sizeof(buf));
 	return err ?: idmap_parse(buf, m);
 }
 
@@ -175,7 +153,7 @@ int creds_read(pid_t pid, uint64_t start_ticks, struct proc_creds *c)
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	err = read_proc(pid, "status", buf, sizeof(buf));
+	err = procfs_read_text(pid, "status", buf, sizeof(buf));
 	if (!err)
 		err = creds_parse_status(buf, c);
 	if (!err)

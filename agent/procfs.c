@@ -65,6 +65,16 @@ int procfs_parse_stat(const char *buf, struct proc_info *pi)
 	return field == 22 ? 0 : -EINVAL;
 }
 
+int procfs_read_text(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[64];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	err = read_small(path, buf, cap);
+	return err == -ENOENT ? -ESRCH : err;
+}
+
 /* /proc/<pid>/stat, parsed into @pi; 0, -ENOENT when the process is gone, or -errno. */
 static int read_stat(pid_t pid, struct proc_info *pi)
 {

@@ -31,6 +31,11 @@ int procfs_parse_status(const char *buf, struct proc_info *pi);
 /* 0, -ENOENT when the process is gone, or -errno. */
 int procfs_read(pid_t pid, struct proc_info *pi);
 /*
+ * The start of /proc/<@pid>/<@name> (at most @cap - 1 bytes, one read) into
+ * @buf, NUL-terminated: 0, -ESRCH when the process is gone, or -errno.
+ */
+int procfs_read_text(pid_t pid, const char *name, char *buf, size_t cap);
+/*
  * Is (@pid, @start_ticks) alive, the same process, and not exiting? A zombie
  * is not, nor a process in its exit, whose memory may be going.
  */

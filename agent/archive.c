@@ -260,6 +260,10 @@ static int store(struct archive *ar, const struct archive_job *job)
 		       ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, res.why,
 		       strerror(-err), ar->cfg.map_dir, rec->staged);
 		count(&ar->stats.failed);
+		/* In the archive all the same (its directory not synced): on the quota's books. */
+		if (res.linked && quota__add(ar->quota, res.name, res.cost, res.at, rec->uid))
+			pr_warn("archive: %s/%s is not counted in the quota: out of memory; counted from the next start",
+				ar->cfg.dir, res.name);
 		return err;
 	}
 	drop_stored(ar, rec);

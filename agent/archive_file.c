@@ -155,6 +155,7 @@ int archive_file__write(const struct archive_file_req *rq, struct archive_file_r
 		goto unlink_tmp;
 	}
 	close(fd);
+	res->linked = true;
 	/*
 	 * Its name before the staged map's removal, which may be on another
 	 * file system. Linked but not synced, it stays: the caller keeps the

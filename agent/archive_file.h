@@ -42,6 +42,7 @@ struct archive_file_res {
 	uint64_t cost;             /* what it takes on disk: max(size, blocks) */
 	struct timespec at;        /* its mtime: when the agent wrote it */
 	const char *why;           /* what failed, in words */
+	bool linked;               /* at its name in the archive, even where an error followed */
 };
 
 /*

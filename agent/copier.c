@@ -66,13 +66,18 @@ struct copier {
 	bool stop;
 };
 
-/* Is a job of @uid being made? Then its other jobs wait: one worker per uid. */
+/*
+ * Is a job of @uid's user being made? Then its other jobs wait: one worker
+ * per user, a user's subordinate uids counting as the user.
+ */
 static bool uid_busy(const struct copier *c, uid_t uid)
 {
 	const struct copy_job *j;
+	uid_t owner = subids_owner(uid);
 
 	for (j = c->jobs; j; j = j->next)
-		if (j->rq.uid == uid && (j->state == JOB_RUNNING || j->state == JOB_SHOWING))
+		if (subids_owner(j->rq.uid) == owner &&
+		    (j->state == JOB_RUNNING || j->state == JOB_SHOWING))
 			return true;
 	return false;
 }

@@ -46,16 +46,28 @@ static int nth_id(const char *p, unsigned int nth, uint32_t *out)
 	}
 }
 
+/*
+ * The groups, all of them or none: a group can deny what others may do (a
+ * directory 0707 of group "blocked"), so a group left out could allow more.
+ * Past CREDS_GROUPS_MAX, or a line the read cut short, they are not known.
+ */
 static void parse_groups(const char *p, struct proc_creds *c)
 {
 	unsigned long long v;
 	char *end;
 
 	c->ngroups = 0;
-	while (p && c->ngroups < CREDS_GROUPS_MAX) {
+	c->groups_known = false;
+	if (!p)
+		return;
+	for (;;) {
 		while (*p == ' ' || *p == '\t')
 			p++;
-		if (*p < '0' || *p > '9')
+		if (*p == '\n') {
+			c->groups_known = true;
+			return;
+		}
+		if (*p < '0' || *p > '9' || c->ngroups == CREDS_GROUPS_MAX)
 			return;
 		errno = 0;
 		v = strtoull(p, &end, 10);

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The supplementary groups taken; more are dropped (fewer groups: less allowed, never more). */
-#define CREDS_GROUPS_MAX 64
+/* Supplementary groups taken; a process in more is not acted for (a group left out could allow more). */
+#define CREDS_GROUPS_MAX 256
 /* Lines of a uid_map or gid_map the kernel accepts (UID_GID_MAP_MAX_EXTENTS). */
 #define IDMAP_MAX 340
 
@@ -29,6 +29,7 @@ struct proc_creds {
 	gid_t fsgid;
 	gid_t groups[CREDS_GROUPS_MAX];
 	unsigned int ngroups;
+	bool groups_known;           /* all of them were read: else nothing is done as it */
 	uint64_t cap_eff;            /* honoured only in the host's user namespace */
 	bool host_userns;            /* in the host's user namespace */
 	struct idmap uid_map, gid_map;

@@ -126,12 +126,13 @@ const char *mirror__where(const struct mirror *mi);
 /* mirror_ns.c: acting in a namespace's own directory */
 /*
  * Before the agent creates, appends to or removes anything in @mi's
- * directory for it: its credentials now (@c), and whether the directory is
- * its namespace's own. 0, or -EPERM (refused, counted and said once per
- * directory and reason; the host's directories silently: never written for
- * a namespace).
+ * directory for it: its credentials now (@c), its directory opened anew
+ * through its own root (@dfd, the caller's to close: what is done is done
+ * there), and whether that directory is its namespace's own. 0, or -EPERM
+ * (refused, counted and said once per directory and reason; the host's
+ * directories silently: never written for a namespace).
  */
-int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c);
+int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c, int *dfd);
 /* The kernel refused what was done as @mi (-@err): counted and said as a refusal. */
 void mirror__act_refused(struct mirrors *m, const struct mirror *mi, const struct proc_creds *c,
 			 int err);

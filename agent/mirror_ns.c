@@ -105,31 +105,52 @@ static void refuse_write(struct mirrors *m, const struct mirror *mi, enum ns_wri
 		c ? (unsigned int)c->fsgid : (unsigned int)mi->gid);
 }
 
-int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c)
+int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c, int *dfd)
 {
+	enum ns_refusal why;
 	struct stat st;
+	int fd;
 
+	*dfd = -1;
 	if (mi->dir->is_host)
 		return -EPERM;
-	if (creds_read(mi->pid, mi->start_ticks, c)) {
+	/*
+	 * Its directory through its own root and mounts, not the one the
+	 * record was first resolved through (another namespace may share the
+	 * inode by a writable mount where this one's is read-only): the same
+	 * directory as mirrored, or nothing is done. Before its credentials,
+	 * whose read ends by checking that its pid is still it.
+	 */
+	fd = nsroot_open_dir(mi->pid, m->cfg.ns_map_dir, &st, &why);
+	if (fd >= 0 && (st.st_dev != mi->dir->dev || st.st_ino != mi->dir->ino)) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	if (fd < 0 || creds_read(mi->pid, mi->start_ticks, c)) {
+		if (fd >= 0)
+			close(fd);
 		refuse_write(m, mi, NSW_GONE, NULL);
 		return -EPERM;
 	}
-	/* What it makes gets its ids: ids with no name inside are nobody's there (EOVERFLOW). */
-	if (!idmap_has(&c->uid_map, c->fsuid) || !idmap_has(&c->gid_map, c->fsgid)) {
+	if (!c->groups_known) {
+		/* Not all its groups known: one left out could allow what the process may not do. */
+		refuse_write(m, mi, NSW_DENIED, c);
+	} else if (!idmap_has(&c->uid_map, c->fsuid) || !idmap_has(&c->gid_map, c->fsgid)) {
+		/* What it makes gets its ids: ids with no name inside are nobody's there (EOVERFLOW). */
 		refuse_write(m, mi, NSW_UNMAPPED, c);
-		return -EPERM;
-	}
-	/*
-	 * A directory of a uid its namespace does not map is not the
-	 * namespace's: a host directory bind-mounted there (root's, another
-	 * user's), whatever its mode says.
-	 */
-	if (fstat(mi->dir->fd, &st) || !idmap_has(&c->uid_map, st.st_uid)) {
+	} else if (!idmap_has(&c->uid_map, st.st_uid)) {
+		/*
+		 * A directory of a uid its namespace does not map is not the
+		 * namespace's: a host directory bind-mounted there (root's,
+		 * another user's), whatever its mode says.
+		 */
 		refuse_write(m, mi, NSW_NOT_ITS_DIR, c);
-		return -EPERM;
+	} else {
+		*dfd = fd;
+		return 0;
 	}
-	return 0;
+	close(fd);
+	return -EPERM;
 }
 
 /* The calling thread as @c; said once when the agent cannot (it lacks CAP_SETUID or CAP_SETGID). */
@@ -163,22 +184,23 @@ static bool unlink_unwritten(struct mirrors *m, struct mirror *mi, const char *n
 {
 	struct proc_creds c;
 	struct stat at;
-	int err;
+	int dfd, err;
 
-	if (mirror__may_act(m, mi, &c) || fcntl(fd, F_SETLEASE, F_RDLCK))
+	if (mirror__may_act(m, mi, &c, &dfd))
 		return false;
-	err = act_begin(&c);
+	err = fcntl(fd, F_SETLEASE, F_RDLCK) ? -errno : act_begin(&c);
 	if (!err) {
-		if (fstatat(mi->dir->fd, name, &at, AT_SYMLINK_NOFOLLOW))
+		if (fstatat(dfd, name, &at, AT_SYMLINK_NOFOLLOW))
 			err = -errno;
 		else if (at.st_dev != st->st_dev || at.st_ino != st->st_ino)
 			err = -ESTALE;
-		else if (unlinkat(mi->dir->fd, name, 0))
+		else if (unlinkat(dfd, name, 0))
 			err = -errno;
 		actas_end();
 		mirror__act_refused(m, mi, &c, err);
+		fcntl(fd, F_SETLEASE, F_UNLCK);
 	}
-	fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(dfd);
 	return !err;
 }
 
@@ -255,7 +277,7 @@ done:
  * first line already (its runtime copied them itself: -EALREADY). The fd, or
  * -errno. Called as the child (actas_begin()): it opens its own file.
  */
-static int open_own(struct mirrors *m, const struct mirror *child, int parent_fd)
+static int open_own(struct mirrors *m, const struct mirror *child, int dfd, int parent_fd)
 {
 	char first[PERFMAP_LINE_MAX], have[PERFMAP_LINE_MAX], self[32], last;
 	enum ns_refusal why;
@@ -268,7 +290,7 @@ static int open_own(struct mirrors *m, const struct mirror *child, int parent_fd
 	nl = n > 0 ? memchr(first, '\n', (size_t)n) : NULL;
 	if (!nl)
 		return -ENOENT;
-	rfd = nsroot_open_map(child->dir->fd, child->ns_pid, m->cfg.max_bytes, &st, &why);
+	rfd = nsroot_open_map(dfd, child->ns_pid, m->cfg.max_bytes, &st, &why);
 	if (rfd < 0)
 		return rfd;
 	if (st.st_uid != child->uid)
@@ -307,19 +329,25 @@ close_rfd:
 static int copy_in_dir(struct mirrors *m, struct mirror *child, int parent_fd, mode_t mode)
 {
 	struct proc_creds cr;
+	bool own = false;
 	struct stat st;
-	int fd, err;
+	int dfd, fd;
 
-	err = mirror__may_act(m, child, &cr);
-	if (!err)
-		err = act_begin(&cr);
-	if (err)
+	if (mirror__may_act(m, child, &cr, &dfd))
 		return -EPERM;
-	fd = nsroot_create_map(child->dir->fd, child->ns_pid, mode);
+	if (act_begin(&cr)) {
+		close(dfd);
+		return -EPERM;
+	}
+	fd = nsroot_create_map(dfd, child->ns_pid, mode);
 	if (fd == -EEXIST) {
 		/* Its runtime made its own first: the parent's entries follow its lines. */
-		fd = open_own(m, child, parent_fd);
-		actas_end();
+		own = true;
+		fd = open_own(m, child, dfd, parent_fd);
+	}
+	actas_end();
+	close(dfd);
+	if (own) {
 		if (fd >= 0) {
 			m->stats.ns_copies_appended++;
 			return fd;
@@ -328,7 +356,6 @@ static int copy_in_dir(struct mirrors *m, struct mirror *child, int parent_fd, m
 		/* -EPERM there: its map is another uid's; not a refusal to fall back from. */
 		return fd == -EALREADY || fd == -EPERM ? -EEXIST : fd;
 	}
-	actas_end();
 	if (fd == -EACCES || fd == -EPERM || fd == -EROFS || fd == -EOVERFLOW) {
 		mirror__act_refused(m, child, &cr, fd);
 		return -EPERM;

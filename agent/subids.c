@@ -48,6 +48,13 @@ static bool parse_line(const char *p, const char *end, int (*uid_of)(const char 
 		if (uid_of(name, &uid))
 			return false;
 	}
+	/*
+	 * Root's and system users' ranges (LXD's root:1000000:1000000000, the
+	 * containers user's of --userns=auto) hold many users' containers: kept
+	 * per uid, as before, or their users would spend root's bounds.
+	 */
+	if (uid < SUBIDS_OWNER_MIN)
+		return false;
 	out->start = (uid_t)start;
 	out->count = (unsigned int)count;
 	out->owner = uid;

@@ -11,6 +11,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/*
+ * Ranges are merged into their owner only for an ordinary user's (uid 1000
+ * and up, as login.defs' UID_MIN): root's and system users' ranges hold many
+ * users' containers (LXD's, an engine's --userns=auto), kept per uid.
+ */
+#define SUBIDS_OWNER_MIN 1000
 /* Where the agent reads them (its own root's: the host's, unless it runs in a container). */
 #define SUBIDS_PATH "/etc/subuid"
 /* Ranges taken from the file, and bytes of it read: more is left out (and said). */

@@ -137,6 +137,7 @@ static const struct prof_cred *keep_cred(struct prof_run *r, const struct perfma
 	for (size_t i = 0; i < r->ncreds; i++) {
 		k = r->creds[i];
 		if (k->uid == c->uid && k->gid == c->gid && k->ngroups == c->ngroups &&
+		    k->own_mount_ns == c->own_mount_ns &&
 		    (!c->ngroups || !memcmp(k->groups, c->groups, c->ngroups * sizeof(*c->groups))))
 			return k;
 	}
@@ -156,7 +157,8 @@ static const struct prof_cred *keep_cred(struct prof_run *r, const struct perfma
 	groups = (gid_t *)(k + 1);
 	if (c->ngroups)
 		memcpy(groups, c->groups, c->ngroups * sizeof(*groups));
-	*k = (struct prof_cred){ .uid = c->uid, .gid = c->gid, .ngroups = c->ngroups, .groups = groups };
+	*k = (struct prof_cred){ .uid = c->uid, .gid = c->gid, .ngroups = c->ngroups, .groups = groups,
+				 .own_mount_ns = c->own_mount_ns };
 	r->creds[r->ncreds++] = k;
 	return k;
 nomem:

@@ -271,6 +271,15 @@ int prof_source_open(const char *path, const struct prof_cred *cred, int *fd, ch
 		snprintf(why, len, "the credentials of a process that names it were never read");
 		return -EACCES;
 	}
+	/*
+	 * A process of another mount namespace (a container) names files in its
+	 * own root: the host's file at that path is not its file, and a
+	 * container's root would read the host's root-owned files as uid 0.
+	 */
+	if (!cred->own_mount_ns) {
+		snprintf(why, len, "a process that names it is in another mount namespace: its paths are not the host's");
+		return -EACCES;
+	}
 	pseudo_devs(&o);
 	err = pthread_create(&t, NULL, source_open_thread, &o);
 	if (err) {
@@ -291,6 +300,7 @@ static bool cred_same(const struct prof_cred *a, const struct prof_cred *b)
 	if (a == b)
 		return true;
 	return a && b && a->uid == b->uid && a->gid == b->gid && a->ngroups == b->ngroups &&
+	       a->own_mount_ns == b->own_mount_ns &&
 	       (!a->ngroups || !memcmp(a->groups, b->groups, a->ngroups * sizeof(*a->groups)));
 }
 

@@ -22,6 +22,12 @@ struct prof_cred {
 	gid_t gid;
 	size_t ngroups;
 	const gid_t *groups;
+	/*
+	 * In perfmapctl's mount namespace: the paths its names carry are ours.
+	 * A container's name files in its own root, which need not be there any
+	 * more, and whose host namesakes it could not open (root there is root).
+	 */
+	bool own_mount_ns;
 };
 
 /* One frame, named (strings outlive the report). */

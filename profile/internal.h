@@ -45,6 +45,7 @@ struct psnap {
 	gid_t fsgid;               /* open, as the source files its names carry are opened (-j a) */
 	gid_t *groups;
 	size_t ngroups;
+	uint64_t mnt_ns;           /* its mount namespace: where the paths its names carry are */
 	bool creds_known;
 	char container[65];        /* a container id in @cgroup, or "" */
 };
@@ -73,6 +74,8 @@ PROF_HIDDEN int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks,
 PROF_HIDDEN void psnap_set_parent(struct psnap *child, struct psnap *parent);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
 PROF_HIDDEN int psnap_read(struct psnap *s);
+/* The caller's own mount namespace (its inode), to tell whose paths a process's names carry. */
+PROF_HIDDEN uint64_t psnap_own_mnt_ns(void);
 PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);
 PROF_HIDDEN void psnaps_free(struct psnaps *t);
 /* /proc/<pid>/stat: its start time (field 22) and parent; 0 or -errno. */

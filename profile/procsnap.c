@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -188,6 +189,24 @@ static long parse_ids(const char *p, unsigned int *out, size_t max)
  * perfmapctl profile -j a). A Groups line the buffer cut is no groups
  * known: a number cut in two could be another group's.
  */
+/* The inode of /proc/<@pid>/ns/<@ns> (0 for "self"'s when @pid is 0); 0 when it cannot be read. */
+static uint64_t ns_of(pid_t pid, const char *ns)
+{
+	char path[64];
+	struct stat st;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+uint64_t psnap_own_mnt_ns(void)
+{
+	return ns_of(0, "mnt");
+}
+
 static void read_creds(struct psnap *s)
 {
 	unsigned int uids[4], gids[4];
@@ -222,7 +241,34 @@ static void read_creds(struct psnap *s)
 	s->ngroups = (size_t)n;
 	s->fsuid = uids[3];
 	s->fsgid = gids[3];
-	s->creds_known = true;
+	s->mnt_ns = ns_of(s->pid, "mnt");
+	s->creds_known = s->mnt_ns != 0;
+}
+
+/* What read_creds() found, to tell whether an exec came between two reads. */
+struct creds_seen {
+	bool known;
+	uid_t fsuid;
+	gid_t fsgid;
+	size_t ngroups;
+	uint64_t mnt_ns, groups_hash;
+};
+
+static bool same_creds(const struct creds_seen *a, const struct creds_seen *b)
+{
+	return a->known && b->known && a->fsuid == b->fsuid && a->fsgid == b->fsgid &&
+	       a->ngroups == b->ngroups && a->mnt_ns == b->mnt_ns && a->groups_hash == b->groups_hash;
+}
+
+static struct creds_seen creds_seen(const struct psnap *s)
+{
+	struct creds_seen c = { .known = s->creds_known, .fsuid = s->fsuid, .fsgid = s->fsgid,
+				.ngroups = s->ngroups, .mnt_ns = s->mnt_ns,
+				.groups_hash = 0xcbf29ce484222325ull };
+
+	for (size_t i = 0; c.known && i < s->ngroups; i++)
+		c.groups_hash = (c.groups_hash ^ s->groups[i]) * 0x100000001b3ull;
+	return c;
 }
 
 /* Its executable's path and its cgroup, for zones: read with its mappings, while it is there. */
@@ -269,6 +315,7 @@ static void read_identity(struct psnap *s)
 
 int psnap_read(struct psnap *s)
 {
+	struct creds_seen before, after;
 	uint64_t ticks = 0;
 	size_t len = 0, cap = 1 << 16;
 	char path[64], *buf, *nb;
@@ -281,6 +328,13 @@ int psnap_read(struct psnap *s)
 	if (s->start_ticks && ticks != s->start_ticks)
 		return -ESRCH;  /* another process holds the pid now */
 	s->start_ticks = ticks;
+	/*
+	 * Its credentials before its mappings, and again after (read_identity()):
+	 * an exec between the two (a setuid binary's) must not lend the new
+	 * image's credentials to the old image's names.
+	 */
+	read_creds(s);
+	before = creds_seen(s);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -319,6 +373,9 @@ int psnap_read(struct psnap *s)
 		/* Its own mappings now: the parent's are no longer its. */
 		psnap_set_parent(s, NULL);
 		read_identity(s);
+		after = creds_seen(s);
+		if (!same_creds(&before, &after))
+			s->creds_known = false;
 	}
 	return err;
 }

@@ -391,8 +391,7 @@ int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid, uint64_t s
 	const struct psnap *who;
 
 	*out = (struct perfmap_creds){ 0 };
-	if (!ps && image != PSNAP_LATEST)
-		ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	/* Another image's (the one after an exec, a setuid binary's) are not this one's. */
 	/* A forked child never read is its parent, as its mappings and its map's owner are. */
 	who = ps && !ps->creds_known ? mappings_of(s, ps) : ps;
 	if (!who || !who->creds_known)
@@ -401,6 +400,7 @@ int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid, uint64_t s
 	out->gid = who->fsgid;
 	out->ngroups = who->ngroups;
 	out->groups = who->groups;
+	out->own_mount_ns = who->mnt_ns == psnap_own_mnt_ns();
 	return 0;
 }
 

@@ -229,6 +229,8 @@ struct perfmap_creds {
 	size_t ngroups;
 	const gid_t *groups;       /* its supplementary groups; live until the symbolizer forgets the
 				    * process (perfmap_profile_flush() after its exit) or reads it again */
+	bool own_mount_ns;         /* in the caller's mount namespace: the paths it names are the
+				    * caller's paths (a container's name files in its own root) */
 };
 
 /*
@@ -236,7 +238,8 @@ struct perfmap_creds {
  * perfmap_symbolizer_lookup_image(); UINT32_MAX: the latest) when it was
  * last read: what it could open, so that a tool opens what its names carry
  * (a JIT name's or a DWARF line's source file) only as it could have. A
- * forked child never read has its parent's. 0, or -ENOENT when never read.
+ * forked child never read has its parent's. 0, or -ENOENT when never read,
+ * or when an exec came while it was read (they may be another image's).
  */
 PERFMAP_PROFILE_API int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid,
 						  uint64_t start_ticks, uint32_t image,

@@ -389,7 +389,7 @@ test_annotate_secrets() {
 		setpriv --reuid=65534 --regid=65534 --clear-groups -- "$SPLIT" --dir "$m" --run-ms 2000 "${names[@]}" \
 		>"$out" 2>"$out.err"
 	RC=$?
-	annotate_checks "annotate_secrets" "$out" "$canary"
+	annotate_checks "annotate_secrets" "$out" "$canary" shown
 
 	if ! setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork true 2>"$WORK/unshare.err"; then
 		skip "no unprivileged user namespaces here: $(head -c 200 "$WORK/unshare.err")"
@@ -414,16 +414,23 @@ test_annotate_secrets() {
 		eval 'grep -q "^pid 1$" "$out.ns" && [ -s "$ns/perf-1.map" ] && [ ! -e "$nsdir" ]'
 	check "annotate_secrets (unshare -Urpm): perfmapd mirrored it to $m/perf-<host pid>.map (mirrors_started $(status_of "$m" mirrors_started))" \
 		eval 'grep -qs "JS:\*control " "$m"/perf-*.map'
-	annotate_checks "annotate_secrets (unshare -Urpm)" "$out.ns" "$canary"
+	# In a mount namespace of its own, its paths are not the host's: the control is not shown either.
+	annotate_checks "annotate_secrets (unshare -Urpm)" "$out.ns" "$canary" refused
 	stop_agent || fail "annotate_secrets: perfmapd exited non-zero"
 }
 
-# annotate_checks WHAT OUT CANARY: a -j a report of the names test_annotate_secrets gives (RC its status).
+# annotate_checks WHAT OUT CANARY CONTROL: a -j a report of the names test_annotate_secrets
+# gives (RC its status); CONTROL: whether the control file is shown, or refused as all the rest.
 annotate_checks() {
-	local what=$1 out=$2 canary=$3 f n
+	local what=$1 out=$2 canary=$3 control=$4 f n
 	check "$what: the profile ends, the FIFO not waited on (exit $RC)" test "$RC" = 0
-	check "$what: the control, a file uid 65534 can read, is annotated ($(grep -m1 CONTROL-LINE "$out"))" \
-		grep -Eq '^ +[0-9]+% \| CONTROL-LINE readable by 65534$' "$out"
+	if [ "$control" = shown ]; then
+		check "$what: the control, a file uid 65534 can read, is annotated ($(grep -m1 CONTROL-LINE "$out"))" \
+			grep -Eq '^ +[0-9]+% \| CONTROL-LINE readable by 65534$' "$out"
+	else
+		check "$what: the control is not shown either: the process's paths are in its own mount namespace" \
+			eval '! grep -q CONTROL-LINE "$out" && grep -q "annotate: $d/control.js: not shown: .*another mount namespace" "$out.err"'
+	fi
 	check "$what: no line of the file in root's 0700 directory (the canary) in the report" \
 		eval '! grep -q "$canary" "$out" "$out.err"'
 	check "$what: no kernel address from /proc/kallsyms ($(grep -Em1 '[0-9a-f]{16} [A-Za-z] ' "$out"))" \

@@ -52,7 +52,7 @@ static void test_status_without_ids_is_refused(void **state)
 			 -EINVAL);
 }
 
-/* No groups line, or an empty one: no groups (fewer groups allow less, never more). */
+/* An empty groups line: no groups, known; no line at all: not known. */
 static void test_no_groups_is_none(void **state)
 {
 	struct proc_creds c;
@@ -61,23 +61,39 @@ static void test_no_groups_is_none(void **state)
 	memset(&c, 0xa5, sizeof(c));
 	assert_int_equal(creds_parse_status("Uid:\t5\t5\t5\t5\nGid:\t6\t6\t6\t6\nGroups:\t\n", &c), 0);
 	assert_int_equal(c.ngroups, 0);
+	assert_true(c.groups_known);
 	assert_true(c.cap_eff == 0);
+	assert_int_equal(creds_parse_status("Uid:\t5\t5\t5\t5\nGid:\t6\t6\t6\t6\n", &c), 0);
+	assert_false(c.groups_known);
 }
 
-/* More groups than are taken: the first ones, never a write past the array. */
-static void test_groups_are_bounded(void **state)
+/*
+ * More groups than are taken, or a line the read cut: not known, so nothing
+ * is done as the process (a group left out could allow more); never a
+ * write past the array.
+ */
+static void test_groups_all_or_none(void **state)
 {
-	char text[4096] = "Uid:\t5\t5\t5\t5\nGid:\t6\t6\t6\t6\nGroups:\t";
+	char text[8192] = "Uid:\t5\t5\t5\t5\nGid:\t6\t6\t6\t6\nGroups:\t";
 	struct proc_creds c;
 	int i;
 
 	(void)state;
-	for (i = 0; i < CREDS_GROUPS_MAX + 20; i++)
+	for (i = 0; i < CREDS_GROUPS_MAX; i++)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%d ", 100 + i);
+	/* Cut short by the read: no newline after the last group. */
+	assert_int_equal(creds_parse_status(text, &c), 0);
+	assert_false(c.groups_known);
 	strcat(text, "\n");
 	assert_int_equal(creds_parse_status(text, &c), 0);
+	assert_true(c.groups_known);
 	assert_int_equal(c.ngroups, CREDS_GROUPS_MAX);
 	assert_int_equal(c.groups[CREDS_GROUPS_MAX - 1], 100 + CREDS_GROUPS_MAX - 1);
+	text[strlen(text) - 1] = '\0';
+	strcat(text, "99999 \n");
+	assert_int_equal(creds_parse_status(text, &c), 0);
+	assert_false(c.groups_known);
+	assert_int_equal(c.ngroups, CREDS_GROUPS_MAX);
 }
 
 static void test_host_user_namespace_maps_everything(void **state)
@@ -155,7 +171,7 @@ int main(void)
 		cmocka_unit_test(test_status_gives_fs_ids_groups_and_caps),
 		cmocka_unit_test(test_status_without_ids_is_refused),
 		cmocka_unit_test(test_no_groups_is_none),
-		cmocka_unit_test(test_groups_are_bounded),
+		cmocka_unit_test(test_groups_all_or_none),
 		cmocka_unit_test(test_host_user_namespace_maps_everything),
 		cmocka_unit_test(test_a_users_namespace_maps_only_its_ids),
 		cmocka_unit_test(test_subuid_ranges),

@@ -263,7 +263,7 @@ static const struct prof_cred *our_cred(void)
 	int n = getgroups(256, self_groups);
 
 	assert_true(n >= 0);
-	self = (struct prof_cred){ geteuid(), getegid(), (size_t)n, self_groups };
+	self = (struct prof_cred){ geteuid(), getegid(), (size_t)n, self_groups, true };
 	return &self;
 }
 
@@ -312,9 +312,10 @@ static void test_a_and_A_annotate_the_source(void **state)
 
 static const gid_t no_groups[1];
 static const gid_t group_4242[] = { 4242 };
-static const struct prof_cred nobody = { 65534, 65534, 0, no_groups };
-static const struct prof_cred nobody_4242 = { 65534, 65534, 1, group_4242 };
-static const struct prof_cred root_cred = { 0, 0, 0, no_groups };
+static const struct prof_cred nobody = { 65534, 65534, 0, no_groups, true };
+static const struct prof_cred nobody_4242 = { 65534, 65534, 1, group_4242, true };
+static const struct prof_cred root_cred = { 0, 0, 0, no_groups, true };
+static const struct prof_cred ctr_root = { 0, 0, 0, no_groups, false };
 
 /* prof_source_open(@path) as @c: 0 (the fd closed), or -errno with the reason in @why. */
 static int try_open(const char *path, const struct prof_cred *c, char *why, size_t len)
@@ -436,6 +437,14 @@ static void test_sources_open_as_the_process_could(void **state)
 	snprintf(p, sizeof(p), "%s/ok.txt", dir);
 	assert_int_equal(try_open(p, NULL, why, sizeof(why)), -EACCES);
 	assert_non_null(strstr(why, "never read"));
+	/*
+	 * Nor one in another mount namespace (a container): its paths are in its
+	 * own root; as uid 0 there it would read the host's root-owned files.
+	 */
+	assert_int_equal(try_open(p, &ctr_root, why, sizeof(why)), -EACCES);
+	assert_non_null(strstr(why, "another mount namespace"));
+	snprintf(p, sizeof(p), "%s/secretdir/notes.txt", dir);
+	assert_int_equal(try_open(p, &ctr_root, why, sizeof(why)), -EACCES);
 
 	/* The thread acted as 65534; the test is root again. */
 	assert_int_equal(setfsuid((uid_t)-1), 0);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "perfmap_tools.h"
 #include "procfs.h"
 
 /* include/linux/sched.h: set at the start of do_exit(), before exit_mm(). */
@@ -130,14 +131,7 @@ int procfs_parse_status(const char *buf, struct proc_info *pi)
 
 uint64_t procfs_ns(pid_t pid, const char *ns)
 {
-	char path[64];
-	struct stat st;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
-	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+	return perfmap__ns_inode(pid, ns);
 }
 
 int procfs_read(pid_t pid, struct proc_info *pi)

@@ -1,9 +1,11 @@
-/* A thread's file-system ids and groups, for a privileged tool acting as a process. */
+/* A process's namespaces and a thread's file-system ids: for a privileged tool acting as a process. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,4 +39,16 @@ int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroup
 	if ((gid_t)setfsgid((gid_t)-1) != gid || (uid_t)setfsuid((uid_t)-1) != uid)
 		return -EPERM;
 	return 0;
+}
+
+uint64_t perfmap__ns_inode(pid_t pid, const char *ns)
+{
+	char path[64];
+	struct stat st;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
 }

@@ -189,22 +189,9 @@ static long parse_ids(const char *p, unsigned int *out, size_t max)
  * perfmapctl profile -j a). A Groups line the buffer cut is no groups
  * known: a number cut in two could be another group's.
  */
-/* The inode of /proc/<@pid>/ns/<@ns> (0 for "self"'s when @pid is 0); 0 when it cannot be read. */
-static uint64_t ns_of(pid_t pid, const char *ns)
-{
-	char path[64];
-	struct stat st;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
-	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
-}
-
 uint64_t psnap_own_mnt_ns(void)
 {
-	return ns_of(0, "mnt");
+	return perfmap__ns_inode(0, "mnt");
 }
 
 static void read_creds(struct psnap *s)
@@ -241,7 +228,7 @@ static void read_creds(struct psnap *s)
 	s->ngroups = (size_t)n;
 	s->fsuid = uids[3];
 	s->fsgid = gids[3];
-	s->mnt_ns = ns_of(s->pid, "mnt");
+	s->mnt_ns = perfmap__ns_inode(s->pid, "mnt");
 	s->creds_known = s->mnt_ns != 0;
 }
 

@@ -85,7 +85,8 @@ clang-build:
 
 # What each fuzz target links besides itself: the pure parsers, no system calls driven.
 FUZZ_LINK_reader := $(LIB_SRCS)
-FUZZ_LINK_procfs := agent/procfs.c agent/container.c agent/creds.c agent/subids.c agent/log.c
+FUZZ_LINK_procfs := agent/procfs.c agent/container.c agent/creds.c agent/subids.c agent/log.c \
+	perfmap/fsids.c
 FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c

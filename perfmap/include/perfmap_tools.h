@@ -60,6 +60,8 @@ size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped);
  * drop. 0, or -errno (-EPERM: an id was not taken).
  */
 int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
+/* The inode of /proc/<@pid>/ns/<@ns> ("mnt", "user", ...; @pid 0: our own); 0 when unreadable. */
+uint64_t perfmap__ns_inode(pid_t pid, const char *ns);
 
 /* ---- who writes a file (writers.c) ---- */
 

@@ -317,6 +317,24 @@ static const struct prof_cred nobody_4242 = { 65534, 65534, 1, group_4242, true 
 static const struct prof_cred root_cred = { 0, 0, 0, no_groups, true };
 static const struct prof_cred ctr_root = { 0, 0, 0, no_groups, false };
 
+/* A new directory uid 65534 can reach (run-unit.sh's TMPDIR is root's alone), mode 0755. */
+static char *reachable_dir(void)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char *saved = tmpdir ? strdup(tmpdir) : NULL, *dir;
+
+	setenv("TMPDIR", "/var/tmp", 1);
+	dir = tu_mkdtemp();
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+	return dir;
+}
+
 /* prof_source_open(@path) as @c: 0 (the fd closed), or -errno with the reason in @why. */
 static int try_open(const char *path, const struct prof_cred *c, char *why, size_t len)
 {
@@ -343,23 +361,12 @@ static int try_open(const char *path, const struct prof_cred *c, char *why, size
 static void test_sources_open_as_the_process_could(void **state)
 {
 	char *dir, p[1024], q[1024], why[256];
-	const char *tmpdir = getenv("TMPDIR");
-	char *saved = tmpdir ? strdup(tmpdir) : NULL;
 	int fd;
 
 	(void)state;
 	if (geteuid() != 0)
 		skip();  /* only root can act as another uid */
-	/* A directory uid 65534 can reach: run-unit.sh's TMPDIR is root's alone. */
-	setenv("TMPDIR", "/var/tmp", 1);
-	dir = tu_mkdtemp();
-	if (saved)
-		setenv("TMPDIR", saved, 1);
-	else
-		unsetenv("TMPDIR");
-	free(saved);
-	assert_non_null(dir);
-	assert_int_equal(chmod(dir, 0755), 0);
+	dir = reachable_dir();
 
 	/* The control: world-readable in searchable directories. */
 	snprintf(p, sizeof(p), "%s/ok.txt", dir);
@@ -459,8 +466,6 @@ static void test_sources_open_as_the_process_could(void **state)
 static void test_a_shows_what_the_process_could_read(void **state)
 {
 	char *dir, secret[1024], ok[1024], notes[4096], want[2048];
-	const char *tmpdir = getenv("TMPDIR");
-	char *saved = tmpdir ? strdup(tmpdir) : NULL;
 	struct prof_frame fs2, fs3, fo2;
 	struct prof_sample ss[3];
 	struct prof_view v;
@@ -470,15 +475,7 @@ static void test_a_shows_what_the_process_could_read(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();  /* only root can act as another uid */
-	setenv("TMPDIR", "/var/tmp", 1);
-	dir = tu_mkdtemp();
-	if (saved)
-		setenv("TMPDIR", saved, 1);
-	else
-		unsetenv("TMPDIR");
-	free(saved);
-	assert_non_null(dir);
-	assert_int_equal(chmod(dir, 0755), 0);
+	dir = reachable_dir();
 	snprintf(secret, sizeof(secret), "%s/secretdir", dir);
 	assert_int_equal(mkdir(secret, 0700), 0);
 	snprintf(secret, sizeof(secret), "%s/secretdir/notes.txt", dir);

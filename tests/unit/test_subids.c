@@ -108,21 +108,29 @@ static void test_no_file_is_an_empty_table(void **state)
 	assert_int_equal(subids_owner(100000), 100000);
 }
 
-/* The budgets: a user's subordinate uids draw on the user's one bucket. */
-static void test_subordinate_uids_share_their_users_budget(void **state)
+/* Load a table of one range, 100000-165535 of uid 1000, from a file in @dir. */
+static void load_range(const char *dir)
 {
-	char *dir = tu_mkdtemp(), path[4096];
-	struct budget *b;
+	char path[4096];
 	FILE *f;
 
-	(void)state;
-	assert_non_null(dir);
 	snprintf(path, sizeof(path), "%s/subuid", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("1000:100000:65536\n", f);
 	fclose(f);
 	assert_int_equal(subids_load(path), 0);
+}
+
+/* The budgets: a user's subordinate uids draw on the user's one bucket. */
+static void test_subordinate_uids_share_their_users_budget(void **state)
+{
+	char *dir = tu_mkdtemp();
+	struct budget *b;
+
+	(void)state;
+	assert_non_null(dir);
+	load_range(dir);
 	assert_int_equal(subids_count(), 1);
 	b = budget__new(1000, 1000);
 	assert_non_null(b);
@@ -136,20 +144,6 @@ static void test_subordinate_uids_share_their_users_budget(void **state)
 	subids_unload();
 	assert_int_equal(subids_owner(100000), 100000);
 	tu_rmdir(dir);
-}
-
-/* Load a table of one range, 100000-165535 of uid 1000, from a file in @dir. */
-static void load_range(const char *dir)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/subuid", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("1000:100000:65536\n", f);
-	fclose(f);
-	assert_int_equal(subids_load(path), 0);
 }
 
 /* Maps retained per uid: a user's subordinate uids' count as the user's. */

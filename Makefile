@@ -58,7 +58,9 @@ endif
 LIB_SRCS := $(wildcard perfmap/*.c)
 PROF_SRCS := $(wildcard profile/*.c)
 CTL_SRCS := $(wildcard ctl/*.c)
-AGENTD_SRCS := $(wildcard agent/*.c)
+# The agent's rooms (docs/hacking.md): main.c and one folder per role.
+AGENT_ROOMS := lib policy archive mirror in store report daemon
+AGENTD_SRCS := agent/main.c $(foreach r,$(AGENT_ROOMS),$(wildcard agent/$(r)/*.c))
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 PROF_OBJS := $(PROF_SRCS:%.c=$(O)/obj/%.o)
@@ -152,7 +154,7 @@ $(O)/obj/ctl/%.o: ctl/%.c
 	$(Q)$(CC) $(BASE_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) $(CFLAGS) -c $< -o $@
 
 # The skeleton is generated: events.c needs it before its first compile.
-$(O)/obj/agent/events.o: $(BPF_SKEL)
+$(O)/obj/agent/in/events.o: $(BPF_SKEL)
 
 -include $(LIB_OBJS:.o=.d) $(PROF_OBJS:.o=.d) $(CTL_OBJS:.o=.d) $(AGENTD_OBJS:.o=.d)
 

@@ -1,5 +1,5 @@
 /*
- * perfmapctl restore: what an archived map's name says (agent/archive.c's
+ * perfmapctl restore: what an archived map's name says (agent/archive/archive.c's
  * archive_name() and archive_file.c's dup_name() make them), and which of a
  * pid's archived maps a request means. No system calls: decisions only.
  */

@@ -1,5 +1,5 @@
 /*
- * The profiler's side of perfmapd's hold socket (agent/hold.c): each
+ * The profiler's side of perfmapd's hold socket (agent/in/holds.c): each
  * process it samples is held, so that the agent keeps its map at its path
  * past the retention until the stacks are named; a process gone by then is
  * released. Requests are queued and sent without blocking (an agent that

@@ -6,7 +6,7 @@ UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
-TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ictl
+TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ibpf -Ictl
 # A test is compiled and linked in one go: its headers are named here, not by -MMD.
 TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
 TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h ctl/*.h tests/unit/*.h)
@@ -24,24 +24,16 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 FUZZ_SECONDS ?= 300
 FUZZ_SHORT_SECONDS ?= 10
 
-# The agent's pieces a unit test drives, without root or BPF: what each links.
-TEST_AGENT_mapwatch := agent/mapwatch.c agent/pidmap.c agent/clock.c agent/log.c
-TEST_AGENT_policy := agent/policy.c agent/policy_hold.c agent/policy_judge.c agent/policy_copy.c agent/policy_ns.c agent/policy_jit.c agent/budget.c agent/subids.c \
-	agent/retention.c agent/proctab.c agent/pidmap.c agent/log.c
-TEST_AGENT_retention := agent/retention.c agent/subids.c agent/pidmap.c agent/log.c
-TEST_AGENT_archive := agent/archive.c agent/archive_file.c agent/archive_journal.c agent/subids.c \
-	agent/archive_quota.c agent/clock.c agent/log.c
-TEST_AGENT_copier := agent/copier.c agent/subids.c agent/mapfile.c agent/inherit.c agent/privs.c agent/procfs.c agent/clock.c \
-	agent/log.c
-TEST_AGENT_log := agent/log.c
-TEST_AGENT_nsroot := agent/nsroot.c agent/container.c
-TEST_AGENT_creds := agent/creds.c agent/procfs.c
-TEST_AGENT_subids := agent/subids.c agent/budget.c agent/retention.c agent/archive_quota.c \
-	agent/pidmap.c agent/clock.c agent/log.c
-TEST_AGENT_metrics := agent/metrics_text.c agent/metrics_conn.c agent/clock.c agent/log.c
+# The agent's rooms (docs/hacking.md) as static archives, highest first: a unit
+# test links them all and the linker takes the objects it calls, which are the
+# rooms below the one it drives, since calls go down only.
+AGENT_ROOMS_DOWN := daemon report store in mirror archive policy lib
+AGENT_ROOM_LIBS := $(AGENT_ROOMS_DOWN:%=$(O)/agent/lib%.a)
+ASAN_AGENT_ROOM_LIBS := $(AGENT_ROOMS_DOWN:%=$(O)/asan-agent/agent/lib%.a)
+# Kept: they are rebuilt only when a room's object changes.
+.SECONDARY: $(AGENT_ROOM_LIBS) $(ASAN_AGENT_ROOM_LIBS)
+UNIT_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS)
 TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
-# options.c checks --metrics-listen with metrics.c, which needs the whole agent: a stand-in there.
-TEST_AGENT_config := agent/config.c agent/options.c agent/log.c
 
 # deps first, alone: the rest needs what it installs.
 test:
@@ -54,18 +46,28 @@ test-all: all unit unit-asan cli clang-build fuzz-short install-test man-test do
 	@echo "test: all passed"
 
 .SECONDEXPANSION:
-$(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIBA) $(TEST_HDRS)
+$(O)/agent/lib%.a: $$(addprefix $(O)/obj/,$$(addsuffix .o,$$(basename $$(wildcard agent/$$*/*.c))))
+	@mkdir -p $(@D); rm -f $@
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(O)/asan-agent/agent/lib%.a: $$(addprefix $(O)/asan-agent/obj/,$$(addsuffix .o,$$(basename $$(wildcard agent/$$*/*.c))))
+	@mkdir -p $(@D); rm -f $@
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(O)/tests/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(AGENT_ROOM_LIBS) $(LIBA) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $(TEST_INCLUDES) $(CFLAGS) -o $@ $< tests/unit/testutil.c \
-		$(TEST_AGENT_$*) $(LIBA) -lcmocka $(CAPNG_LIBS)
+		$(TEST_AGENT_$*) $(AGENT_ROOM_LIBS) $(LIBA) -lcmocka $(UNIT_LIBS)
 
 # The library is compiled into each sanitized test, so it is checked too.
-$(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(LIB_SRCS) $(TEST_HDRS)
+$(O)/asan/test_%: tests/unit/test_%.c $(TESTUTIL) $$(TEST_AGENT_$$*) $(ASAN_AGENT_ROOM_LIBS) $(LIB_SRCS) $(TEST_HDRS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $(TEST_INCLUDES) -Iperfmap -O1 -g -o $@ $< \
-		tests/unit/testutil.c $(TEST_AGENT_$*) $(LIB_SRCS) -lcmocka $(CAPNG_LIBS)
+		tests/unit/testutil.c $(TEST_AGENT_$*) $(ASAN_AGENT_ROOM_LIBS) $(LIB_SRCS) -lcmocka $(UNIT_LIBS)
 
 unit: $(UNIT_BINS)
 	@sh tests/run-unit.sh $(UNIT_BINS)
@@ -85,12 +87,12 @@ clang-build:
 
 # What each fuzz target links besides itself: the pure parsers, no system calls driven.
 FUZZ_LINK_reader := $(LIB_SRCS)
-FUZZ_LINK_procfs := agent/procfs.c agent/container.c agent/creds.c agent/subids.c agent/log.c \
+FUZZ_LINK_procfs := agent/lib/procfs.c agent/mirror/container.c agent/lib/creds.c agent/lib/subids.c agent/lib/log.c \
 	perfmap/fsids.c
-FUZZ_LINK_mappings := agent/mappings.c agent/procfs.c $(LIB_SRCS)
+FUZZ_LINK_mappings := agent/in/mappings.c agent/lib/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
-FUZZ_LINK_evrecord := agent/evrecord.c agent/log.c
-FUZZ_LINK_execmap := agent/execmap.c
+FUZZ_LINK_evrecord := agent/in/evrecord.c agent/lib/log.c
+FUZZ_LINK_execmap := agent/in/execmap.c
 FUZZ_LINK_perfdata := ctl/perfdata.c
 FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Ictl -Itests/fuzz
 
@@ -293,13 +295,13 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.
-$(O)/bench/retention_bench: tests/bench/retention_bench.c agent/retention.c agent/pidmap.c
+$(O)/bench/retention_bench: tests/bench/retention_bench.c $(O)/agent/libpolicy.a $(O)/agent/liblib.a $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -Iagent -o $@ $^
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -Iagent -Iperfmap/include -o $@ $^ $(UNIT_LIBS)
 
-$(O)/bench/archive_bench: tests/bench/archive_bench.c $(TEST_AGENT_archive) $(LIBA)
+$(O)/bench/archive_bench: tests/bench/archive_bench.c $(O)/agent/libarchive.a $(O)/agent/libpolicy.a $(O)/agent/liblib.a $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 $(TEST_INCLUDES) -o $@ $^ -lpthread
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 $(TEST_INCLUDES) -o $@ $^ -lpthread $(UNIT_LIBS)
 
 bench-parts: $(O)/bench/retention_bench $(O)/bench/archive_bench
 	$(O)/bench/retention_bench
@@ -309,7 +311,7 @@ bench-parts: $(O)/bench/retention_bench $(O)/bench/archive_bench
 
 # deploy/ (issue 12): the systemd unit (systemd-analyze verify, the options that
 # would hide /tmp or /proc, its bounding set against docs/security.md 9 and
-# agent/privs.c); no root.
+# agent/lib/privs.c); no root.
 unit-file-test: $(AGENTD)
 	@bash tests/deploy/unit_file.sh $(O)
 

@@ -836,7 +836,7 @@ test_lost_events() {
 	stop_agent || fail "lost_events: perfmapd exited non-zero"
 }
 
-# The index of which pids have a map (agent/mapwatch.c): lost inotify events
+# The index of which pids have a map (agent/in/mapwatch.c): lost inotify events
 # must cost only a directory listing, never a child's map.
 test_map_index() {
 	local d fj q old rc

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive.h"
-#include "log.h"
+#include "archive/archive.h"
+#include "lib/log.h"
 
 #define STORES 200
 

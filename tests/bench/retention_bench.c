@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "retention.h"
+#include "policy/retention.h"
 
 #define N 100000
 #define SEC 1000000000ull

@@ -31,7 +31,7 @@ caps_doc_unit() {
 	docs_section9 "$1" | sed -n 's/.*`CapabilityBoundingSet=\([A-Z_ ]*\)`.*/\1/p' | caps_norm
 }
 
-# caps_privs PRIVS_C: what agent/privs.c keeps: its kept[] array, OVERRIDE and setid[].
+# caps_privs PRIVS_C: what agent/lib/privs.c keeps: its kept[] array, OVERRIDE and setid[].
 caps_privs() {
 	{
 		awk '/^static const unsigned int kept\[\]/{on=1; next} on && /^};/{on=0} on' "$1" |

@@ -3,7 +3,7 @@
 # (systemd-analyze verify, on a copy whose ExecStart= is the built agent, as the
 # installed path need not exist here), it hides neither /tmp nor /proc from the
 # agent, it confines its writes, and its CapabilityBoundingSet= is exactly the
-# set docs/security.md section 9 documents and agent/privs.c keeps, plus the
+# set docs/security.md section 9 documents and agent/lib/privs.c keeps, plus the
 # load-only ones. No root needed; nothing is started.
 #
 #   tests/deploy/unit_file.sh BUILD_DIR
@@ -63,9 +63,9 @@ say "    unit: $(echo $unit_caps)"
 say "    docs/security.md 9: kept $(echo $doc_kept); load only $(echo $doc_load)"
 check "the load-only set is documented (CAP_BPF, CAP_PERFMON, CAP_SETPCAP)" \
 	same_set "load only" "$doc_load" "$(printf 'CAP_BPF\nCAP_PERFMON\nCAP_SETPCAP\n')"
-check "agent/privs.c keeps exactly what docs/security.md 9's table lists" \
+check "agent/lib/privs.c keeps exactly what docs/security.md 9's table lists" \
 	same_set "privs.c / docs" "$(caps_privs "$PRIVS")" "$doc_kept"
-check "agent/privs.c still needs CAP_SETPCAP (it checks for it before the bounding set)" \
+check "agent/lib/privs.c still needs CAP_SETPCAP (it checks for it before the bounding set)" \
 	grep -q 'CAP_SETPCAP' "$PRIVS"
 check "the unit's CapabilityBoundingSet= equals the documented kept + load-only set" \
 	same_set "unit / docs" "$unit_caps" "$documented"

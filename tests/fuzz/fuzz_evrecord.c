@@ -1,13 +1,13 @@
 /*
  * libFuzzer target: the ring-buffer record to policy event decoder
- * (agent/evrecord.c) on records of any length and content, at any alignment.
+ * (agent/in/evrecord.c) on records of any length and content, at any alignment.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "evrecord.h"
+#include "in/evrecord.h"
 #include "fuzz.h"
-#include "log.h"
+#include "lib/log.h"
 
 static const struct evrecord_ctx ctx = {
 	.self_mnt_ns = 4026531841u,

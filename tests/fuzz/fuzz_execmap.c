@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the perf ring record decoder (agent/execmap.c) on
+ * libFuzzer target: the perf ring record decoder (agent/in/execmap.c) on
  * records of any content, the header's size made to match so that the
  * MMAP2 and LOST layouts are reached, at any alignment.
  */
@@ -7,7 +7,7 @@
 #include <linux/perf_event.h>
 #include <string.h>
 
-#include "execmap.h"
+#include "in/execmap.h"
 #include "fuzz.h"
 
 static void decode_at(uint8_t *raw, size_t len)

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the reader of a map's tail (agent/mappings.c), on any
+ * libFuzzer target: the reader of a map's tail (agent/in/mappings.c), on any
  * bytes. The /proc/<pid>/maps parser it uses is fuzz_procmaps's.
  */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "mappings.h"
+#include "in/mappings.h"
 
 /* At most @cap starts, never more than complete lines, each the start of one. */
 static void tail(const uint8_t *data, size_t size)

@@ -1,20 +1,20 @@
 /*
  * libFuzzer target: the /proc/<pid>/stat and /proc/<pid>/status parsers
- * (agent/procfs.c) on any bytes, and on lines as the kernel writes them
+ * (agent/lib/procfs.c) on any bytes, and on lines as the kernel writes them
  * around any comm: spaces, parentheses, newlines and ") " inside it; and
- * the /proc/<pid>/cgroup parser (agent/container.c) on any bytes; the
- * credentials and id-map parsers (agent/creds.c) and /etc/subuid's
- * (agent/subids.c) on any bytes.
+ * the /proc/<pid>/cgroup parser (agent/mirror/container.c) on any bytes; the
+ * credentials and id-map parsers (agent/lib/creds.c) and /etc/subuid's
+ * (agent/lib/subids.c) on any bytes.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "container.h"
-#include "creds.h"
+#include "mirror/container.h"
+#include "lib/creds.h"
 #include "fuzz.h"
-#include "procfs.h"
-#include "subids.h"
+#include "lib/procfs.h"
+#include "lib/subids.h"
 
 #define COMM_MAX 15  /* TASK_COMM_LEN - 1 */
 

@@ -36,7 +36,7 @@ TAKE_FD=
 TAKE_PID=
 ARC=()        # the kill scenarios' exited processes, and the prefix of each one's entries
 ARC_PREFIX=()
-ARCHIVE_TMP_RE='^\.tmp\.'  # a part of a map the archiver was writing (agent/archive_file.h)
+ARCHIVE_TMP_RE='^\.tmp\.'  # a part of a map the archiver was writing (agent/archive/archive_file.h)
 
 cleanup() {
 	local p m

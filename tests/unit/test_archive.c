@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive.h"
-#include "archive_file.h"
-#include "archive_journal.h"
-#include "archive_quota.h"
-#include "log.h"
+#include "archive/archive.h"
+#include "archive/archive_file.h"
+#include "archive/archive_journal.h"
+#include "archive/archive_quota.h"
+#include "lib/log.h"
 #include "perfmap_tools.h"
 #include "testutil.h"
 
@@ -118,7 +118,7 @@ static uint64_t cost_of(pid_t pid)
 
 	snprintf(path, sizeof(path), "%s/perf-%d-7.map", arch, (int)pid);
 	assert_int_equal(stat(path, &st), 0);
-	return quota__cost(&st);
+	return archive_quota__cost(&st);
 }
 
 static void test_moves_compacts_and_leaves_nothing_staged(void **state)
@@ -520,14 +520,14 @@ static void test_an_older_agents_record_is_finished(void **state)
 	ar = NULL;
 	staged_name(staged, sizeof(staged));
 	jfd = journal_fd();
-	assert_int_equal(journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
+	assert_int_equal(archive_journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
 	assert_true(rec.run != 0);
 	n = snprintf(line, sizeof(line), "v1 %s %llu %llu %u %u\n", rec.name,
 		     (unsigned long long)rec.dev, (unsigned long long)rec.ino,
 		     (unsigned int)rec.uid, (unsigned int)rec.gid);
 	snprintf(rec_path, sizeof(rec_path), "/proc/self/fd/%d/%s", jfd, rec.staged);
 	tu_write(rec_path, line, (size_t)n);
-	assert_int_equal(journal__get(jfd, rec.staged, &rec), 0);
+	assert_int_equal(archive_journal__get(jfd, rec.staged, &rec), 0);
 	assert_int_equal(rec.run, 0);
 	close(jfd);
 	ar = open_archive(1 << 20);
@@ -559,7 +559,7 @@ static void test_a_map_archived_before_a_kill_is_not_archived_twice(void **state
 	move_map(340, 4, 0);
 	staged_name(staged, sizeof(staged));
 	jfd = journal_fd();
-	assert_int_equal(journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
+	assert_int_equal(archive_journal__get(jfd, strrchr(staged, '/') + 1, &rec), 0);
 	close(jfd);
 	/* What the worker had done when the kill came: the archived map written, marked and linked. */
 	afd = open(arch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -768,26 +768,26 @@ static void test_a_map_grown_past_the_bound_is_not_left_staged(void **state)
 }
 
 /* Take victims from @q within @max_bytes and @max_files, as the worker does; their names in @out. */
-static size_t plan(struct quota *q, uint64_t max_bytes, uint64_t max_files, char out[][32])
+static size_t plan(struct archive_quota *q, uint64_t max_bytes, uint64_t max_files, char out[][32])
 {
 	const struct archived_file *f;
 	size_t n = 0;
 
-	while ((f = quota__victim(q, max_bytes, max_files))) {
+	while ((f = archive_quota__victim(q, max_bytes, max_files))) {
 		snprintf(out[n++], 32, "%s", f->name);
-		quota__drop(q, f);
+		archive_quota__drop(q, f);
 	}
 	return n;
 }
 
-static struct quota *quota_of(const struct archived_file *v, size_t n)
+static struct archive_quota *quota_of(const struct archived_file *v, size_t n)
 {
-	struct quota *q = quota__new();
+	struct archive_quota *q = archive_quota__new();
 	size_t i;
 
 	assert_non_null(q);
 	for (i = 0; i < n; i++)
-		assert_int_equal(quota__add(q, v[i].name, v[i].cost, v[i].at, v[i].uid), 0);
+		assert_int_equal(archive_quota__add(q, v[i].name, v[i].cost, v[i].at, v[i].uid), 0);
 	return q;
 }
 
@@ -806,7 +806,7 @@ static void test_quota_victims_come_from_the_largest_user_first(void **state)
 	};
 	char out[8][32];
 	uint64_t files, bytes;
-	struct quota *q;
+	struct archive_quota *q;
 	size_t n;
 
 	(void)state;
@@ -819,10 +819,10 @@ static void test_quota_victims_come_from_the_largest_user_first(void **state)
 	n = plan(q, 3ull << 20, 0, out);
 	assert_int_equal(n, 1);
 	assert_string_equal(out[0], "perf-2-1.map");
-	quota__usage(q, &files, &bytes);
+	archive_quota__usage(q, &files, &bytes);
 	assert_int_equal(files, 2);
 	assert_int_equal(bytes, 2 << 20);
-	quota__free(q);
+	archive_quota__free(q);
 	/* One user: the oldest first. */
 	q = quota_of(one, 3);
 	n = plan(q, 15, 0, out);
@@ -830,14 +830,14 @@ static void test_quota_victims_come_from_the_largest_user_first(void **state)
 	assert_string_equal(out[0], "perf-7-1.map");
 	assert_string_equal(out[1], "perf-5-1.map");
 	assert_int_equal(plan(q, 30, 0, out), 0);
-	quota__free(q);
+	archive_quota__free(q);
 	/* A file bound: the uid past it loses its oldest, whatever the bytes. */
 	q = quota_of(v, 4);
 	n = plan(q, 0, 1, out);
 	assert_int_equal(n, 1);
 	assert_string_equal(out[0], "perf-1-1.map");
-	quota__free(q);
-	quota__free(NULL);
+	archive_quota__free(q);
+	archive_quota__free(NULL);
 }
 
 /* A map of @pid's owned by @uid, with an mtime in 2035. */

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "options.h"
+#include "daemon/config.h"
+#include "daemon/options.h"
 #include "testutil.h"
 
 static char err[512];

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "copier.h"
-#include "log.h"
+#include "store/copier.h"
+#include "lib/log.h"
 #include "perfmap.h"
-#include "procfs.h"
+#include "lib/procfs.h"
 #include "testutil.h"
 
 #define PARENT 4000001          /* only a name: the parent's map is read, never its process */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "creds.h"
+#include "lib/creds.h"
 #include "testutil.h"
 
 /* As fs/proc/array.c writes it: real, effective, saved, fs. */

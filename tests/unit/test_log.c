@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 #include "testutil.h"
 
 static char *dir;

@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "log.h"
-#include "mapwatch.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "in/mapwatch.h"
 #include "testutil.h"
 
 static char *dir;

@@ -28,9 +28,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "metrics_conn.h"
-#include "metrics_text.h"
+#include "lib/clock.h"
+#include "report/metrics_conns.h"
+#include "report/metrics_text.h"
 #include "testutil.h"
 
 static char buf[65536];
@@ -141,24 +141,24 @@ static void test_process_metrics_only_when_read(void **state)
 
 static void test_label_values_are_escaped(void **state)
 {
-	struct mtext m;
+	struct metrics_text m;
 
 	(void)state;
-	mtext_init(&m, buf, sizeof(buf));
-	mtext_sample(&m, "perfmapd_x_total", "kind", "a\"b\\c\nd", 7);
+	metrics_text__init(&m, buf, sizeof(buf));
+	metrics_text__sample(&m, "perfmapd_x_total", "kind", "a\"b\\c\nd", 7);
 	assert_string_equal(buf, "perfmapd_x_total{kind=\"a\\\"b\\\\c\\nd\"} 7\n");
 	assert_false(m.cut);
 }
 
 static void test_a_line_that_does_not_fit_is_left_out_whole(void **state)
 {
-	struct mtext m;
+	struct metrics_text m;
 	char small[48];
 
 	(void)state;
-	mtext_init(&m, small, sizeof(small));
-	mtext_sample(&m, "perfmapd_a_total", NULL, NULL, 1);
-	mtext_sample(&m, "perfmapd_much_longer_name_total", NULL, NULL, 123456789);
+	metrics_text__init(&m, small, sizeof(small));
+	metrics_text__sample(&m, "perfmapd_a_total", NULL, NULL, 1);
+	metrics_text__sample(&m, "perfmapd_much_longer_name_total", NULL, NULL, 123456789);
 	assert_string_equal(small, "perfmapd_a_total 1\n");
 	assert_true(m.cut);
 	assert_int_equal(m.len, strlen(small));

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container.h"
-#include "nsroot.h"
+#include "mirror/container.h"
+#include "mirror/nsroot.h"
 #include "testutil.h"
 
 static char *dir;

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "perfmap.h"
-#include "log.h"
-#include "policy.h"
-#include "retention.h"
+#include "lib/log.h"
+#include "policy/policy.h"
+#include "policy/retention.h"
 #include "testutil.h"
 
 #define NPIDS 64

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "retention.h"
+#include "policy/retention.h"
 
 #define MS 1000000ull
 #define SEC 1000000000ull

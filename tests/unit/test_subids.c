@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "archive_quota.h"
-#include "budget.h"
-#include "retention.h"
-#include "subids.h"
+#include "archive/archive_quota.h"
+#include "lib/budget.h"
+#include "policy/retention.h"
+#include "lib/subids.h"
 #include "testutil.h"
 
 static int names(const char *name, uid_t *uid)
@@ -177,7 +177,7 @@ static void test_subordinate_uids_share_their_users_retention(void **state)
  */
 static void test_subordinate_uids_are_one_share_of_the_quota(void **state)
 {
-	struct quota *q = quota__new();
+	struct archive_quota *q = archive_quota__new();
 	char *dir = tu_mkdtemp(), name[32];
 	const struct archived_file *f;
 	struct timespec at = { 0 };
@@ -187,16 +187,16 @@ static void test_subordinate_uids_are_one_share_of_the_quota(void **state)
 	assert_non_null(q);
 	load_range(dir);
 	at.tv_sec = 100;
-	assert_int_equal(quota__add(q, "perf-1-1.map", 10000, at, 0), 0);
+	assert_int_equal(archive_quota__add(q, "perf-1-1.map", 10000, at, 0), 0);
 	for (i = 0; i < 20; i++) {
 		snprintf(name, sizeof(name), "perf-%d-1.map", 100 + i);
 		at.tv_sec = 200 + i;
-		assert_int_equal(quota__add(q, name, 1000, at, 100000 + (uid_t)i), 0);
+		assert_int_equal(archive_quota__add(q, name, 1000, at, 100000 + (uid_t)i), 0);
 	}
-	f = quota__victim(q, 20000, 0);
+	f = archive_quota__victim(q, 20000, 0);
 	assert_non_null(f);
 	assert_true(f->uid >= 100000 && f->uid < 165536);
-	quota__free(q);
+	archive_quota__free(q);
 	subids_unload();
 	tu_rmdir(dir);
 }

@@ -1,0 +1,40 @@
+/*
+ * The hold socket beside the status socket: a profiler (perfmapctl profile)
+ * asks there that the maps of the processes it sampled stay at their paths
+ * until its report is written. Root's alone. See hold.c for the protocol.
+ */
+#ifndef PERFMAPD_HOLDS_H
+#define PERFMAPD_HOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+#define HOLDERS_MAX 8   /* connections at once; more are closed at once (counted) */
+
+struct holds;
+
+struct holds_stats {
+	uint64_t holders;          /* connected now */
+	uint64_t holders_refused;  /* over HOLDERS_MAX, or not root's: closed at once */
+	uint64_t bad_requests;     /* a line that is no request: its holder closed, its holds released */
+};
+
+/*
+ * Listen at @path (made 0600, root's, under a umask of the process's: so
+ * before any thread that makes files starts). NULL with errno set.
+ */
+struct holds *holds__open(const char *path);
+/* Holds go to @p from now on: nothing is read before. */
+void holds__attach(struct holds *h, struct policy *p);
+/* Close every connection, releasing its holds, and remove the socket. NULL is fine. */
+void holds__free(struct holds *h);
+/* One fd for the event loop: readable when a holder connects or asks. */
+int holds__fd(const struct holds *h);
+void holds__on_ready(struct holds *h);
+/* At the loop's tick: accept again after running out of fds. */
+void holds__tick(struct holds *h);
+void holds__stats(const struct holds *h, struct holds_stats *st);
+
+#endif /* PERFMAPD_HOLDS_H */

@@ -1,0 +1,32 @@
+/* The gaps in what the kernel reports of executable mappings, filled from /proc/<pid>/maps. */
+#ifndef PERFMAPD_JITSCAN_H
+#define PERFMAPD_JITSCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+/*
+ * /proc/<pid>/maps reads per tick at most, and the time they may take: a
+ * pass never holds the loop long, whatever mappings a user's processes have
+ * (a read of 60,000 takes some 20 ms; the one that passes the bound ends
+ * the tick's share).
+ */
+#define JITSCAN_PER_TICK 64
+#define JITSCAN_TICK_NS (5ull * 1000000)
+/* With /proc as the only source, a pass over every process this often at most. */
+#define JITSCAN_PERIOD_NS (10000ull * 1000000)
+
+struct jitscan;
+
+/* @periodic: /proc is the only source, passes repeat; else one pass per jitscan__pass(). */
+struct jitscan *jitscan__new(bool periodic);
+void jitscan__free(struct jitscan *js);
+/* Every process the policy knows is read again, beginning at the next tick. */
+void jitscan__pass(struct jitscan *js, const struct policy *p);
+void jitscan__tick(struct jitscan *js, struct policy *p, uint64_t now_ns);
+uint64_t jitscan__reads(const struct jitscan *js);
+uint64_t jitscan__passes(const struct jitscan *js);
+
+#endif /* PERFMAPD_JITSCAN_H */

@@ -1,0 +1,232 @@
+/*
+ * The policy: what each process event means for the maps, decided in one
+ * place. Events come in (from BPF, or made by a scan of /proc and the map
+ * directory); the policy weighs the evidence the map store gives and acts
+ * through the store. Time comes in with each call. Nothing here touches the
+ * system, so unit tests drive it with a fake store and a fake clock.
+ */
+#ifndef PERFMAPD_POLICY_H
+#define PERFMAPD_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "policy/mapstore.h"
+
+/* ---- what comes in ---- */
+
+enum policy_event_type {
+	POLICY_EV_FORK = 1,   /* a new process (from BPF: PERFMAPD_EV_FORK) */
+	POLICY_EV_EXEC = 2,   /* a process replaced its image */
+	POLICY_EV_EXIT = 3,   /* a process ended */
+	POLICY_EV_FOUND,      /* a scan of /proc found a process the table lacks */
+	POLICY_EV_MAP,        /* a map is in the directory: a listing found it, or it appeared for a pid the table lacks */
+};
+
+enum policy_event_flags {
+	POLICY_EVF_VFORK = 1 << 0,   /* the child shares the parent's memory until it execs */
+	POLICY_EVF_FOREIGN = 1 << 1, /* another mount or pid namespace: its /tmp is not ours */
+};
+
+struct policy_event {
+	enum policy_event_type type;
+	uint32_t flags;
+	pid_t pid;
+	pid_t ppid;                /* fork, found: the parent */
+	uint64_t start_ticks;      /* the process's identity with @pid (/proc/<pid>/stat field 22) */
+	struct span start;         /* when the process started */
+	struct span pstart;        /* fork: when the parent started */
+	struct span at;            /* when the event happened; SPAN_UNKNOWN from a scan */
+	uid_t uid;
+	gid_t gid;
+	pid_t ns_pid;              /* its pid in its own pid namespace (0: not known) */
+	uint64_t mnt_ns;           /* its mount namespace's inode (0: not known) */
+	char comm[LOG_COMM_LEN];   /* escaped by the event source (log_escape(), reversible) */
+};
+
+/* ---- configuration and counters ---- */
+
+struct policy_config {
+	const char *map_dir;          /* for messages */
+	const char *archive_dir;
+	uint64_t retention_ns;        /* how long an exited process's map stays */
+	uint64_t max_map_bytes;       /* larger maps are neither copied nor archived */
+	/* Bytes of data each uid may have copied: per second, and saved up at most (0: no bound). */
+	uint64_t copy_rate, copy_burst;
+	/* Copies of more data go to the worker (0: none does)... */
+	uint64_t defer_copy_bytes;
+	/* ...and so do a uid's copies past this many bytes a second in the event loop (0: no bound). */
+	uint64_t loop_copy_rate;
+	/* Maps without a process retained per owner at most (0: ORPHANS_PER_UID). */
+	size_t orphans_per_uid;
+	/* Exited processes' maps retained per owner at most (0: RETAINED_PER_UID). */
+	size_t retained_per_uid;
+	bool dry_run;                 /* decide and say so; change nothing */
+};
+
+/*
+ * Anyone can make perf-<pid>.map names for pids no process holds, by the
+ * thousand: each retained costs an entry and its archiving. Past this many
+ * of one owner's, more are left where they are (see on_map()).
+ */
+#define ORPHANS_PER_UID 1024
+/*
+ * A user can end short-lived processes with maps by the hundred thousand.
+ * Past this many of one owner's exited maps waiting, more are archived at
+ * once (retention 0): nothing is lost, the excess only leaves its path early.
+ */
+#define RETAINED_PER_UID 8192
+
+/*
+ * Fork copies' latency, from the fork to the map linked at the child's path,
+ * in these buckets (upper bounds, nanoseconds); one more counts the slower.
+ * The metrics endpoint shows them as a histogram (metrics_text.c).
+ */
+#define POLICY_COPY_BUCKETS 10
+#define POLICY_COPY_BOUNDS_NS { 500000, 1000000, 2500000, 5000000, 10000000, 25000000, \
+				50000000, 100000000, 250000000, 1000000000 }
+
+/* What `perfmapctl status` reports of the policy; every counter only grows. */
+struct policy_stats {
+	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
+	uint64_t copies_failed_quiet;  /* failed alike to the failure last logged: not logged */
+	uint64_t resource_deferred;    /* copies and moves put off: the agent was out of fds or memory */
+	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
+	uint64_t copies_deferred;      /* sent to the worker, off the event loop */
+	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
+	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
+	uint64_t copy_bytes;           /* written by copies */
+	/* Copies with an exact fork-to-link time, per bucket (not cumulative), and their sum. */
+	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];
+	uint64_t copy_latency_sum_ns;
+	uint64_t copy_entries_left_out; /* naming memory the child did not inherit */
+	uint64_t copies_unfiltered;    /* the child's mappings unreadable: every entry copied */
+	uint64_t foreign_ns;           /* processes in another mount or pid namespace, not mirrored */
+	uint64_t ns_mirrored;          /* ...whose maps are mirrored to our path (policy_ns.c) */
+	uint64_t ns_copies;            /* fork copies made in a child's own namespace */
+	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */
+	uint64_t exec_archived;        /* the old image's map */
+	uint64_t exec_dropped;         /* only our copy, never written */
+	uint64_t exec_kept;            /* the new image's own, kept */
+	uint64_t ambiguous_kept;       /* the evidence could not tell: kept, nothing lost */
+	uint64_t by_index, by_identity, by_mappings;  /* which evidence decided */
+	uint64_t retained_total;       /* exited processes' maps kept for --retention */
+	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
+	uint64_t busy_deferred;        /* open for writing: not moved this time */
+	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
+	uint64_t orphan_checks_dropped; /* such maps made past ORPHAN_QUEUE waiting: left in place, unweighed */
+	uint64_t retained_over_limit;  /* exited maps past their owner's RETAINED_PER_UID: archived at once */
+	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
+	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */
+	uint64_t squatted_left;        /* ...that could not be moved: left in place, not the holder's */
+	uint64_t errors;
+	/* JIT code and its names (policy_jit.c) */
+	uint64_t jit_regions_seen;     /* anonymous or memfd executable mappings reported */
+	uint64_t jit_unknown;          /* ...of processes not (yet) in the table: not counted */
+	uint64_t jit_watch_dropped;    /* processes not judged: JIT_QUEUE were waiting */
+	uint64_t lost_symbols_total;   /* processes found running JIT code with no map (said once each) */
+	uint64_t lost_symbols_named;   /* ...whose map appeared later */
+	uint64_t lost_symbols_unsaid;  /* ...not said: their uid's lines were spent */
+	/* Holds (policy_hold.c) */
+	uint64_t holds;                /* asked for, and taken */
+	uint64_t holds_refused;        /* HELD_MAX processes were held already */
+	uint64_t held_past_retention;  /* exited maps kept past their retention for a holder */
+};
+
+/* ---- the policy ---- */
+
+struct policy;
+
+struct policy *policy__new(const struct policy_config *cfg, struct mapstore store);
+void policy__free(struct policy *p);
+/*
+ * What a SIGHUP may change: the retention of maps of processes that exit
+ * from now on (those retained keep their deadlines), and the copy budget.
+ */
+void policy__set_limits(struct policy *p, uint64_t retention_ns, uint64_t copy_rate,
+			uint64_t copy_burst);
+
+/*
+ * Handle one event. @now_ns is CLOCK_BOOTTIME, like every time the policy
+ * keeps: the events' times are on it.
+ */
+void policy__event(struct policy *p, const struct policy_event *ev, uint64_t now_ns);
+/*
+ * A map appeared at @pid's path (the index saw it). When no known process
+ * holds the pid, it is handled as a map a listing found; else nothing.
+ */
+void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns);
+/*
+ * A copy the store made off the event loop (copy_defer) is done: @err and
+ * @res as copy_create() or copy_append() would have returned them.
+ */
+void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
+		       const struct copy_result *res, uint64_t now_ns);
+/* Timers: copies waiting for a runtime to finish its line, retention, busy retries. */
+void policy__tick(struct policy *p, uint64_t now_ns);
+/*
+ * When policy__tick() must run next at the latest, if sooner than the
+ * caller's regular tick (a busy move retried within milliseconds), else
+ * UINT64_MAX.
+ */
+uint64_t policy__next_deadline(const struct policy *p);
+
+/*
+ * A scan of /proc: mark every process still there, then end the unmarked
+ * ones; a scan cut short clears the marks with @end_unmarked false.
+ */
+bool policy__mark(struct policy *p, pid_t pid, uint64_t start_ticks);
+void policy__sweep(struct policy *p, bool end_unmarked, uint64_t now_ns);
+
+const struct policy_stats *policy__stats(const struct policy *p);
+/*
+ * A profiler asks that (@pid, @start_ticks)'s map stay at its path until it
+ * releases it: its exit's retention lasts as long as the hold. Each hold is
+ * released once; -ENOSPC when HELD_MAX processes are held, -EINVAL for no
+ * start time (a hold names a process, never a pid alone).
+ */
+int policy__hold(struct policy *p, pid_t pid, uint64_t start_ticks);
+#define HELD_MAX 65536   /* processes held at once, by all holders together */
+void policy__release(struct policy *p, pid_t pid, uint64_t start_ticks);
+/* Held: @start_ticks 0 matches any process at @pid. */
+bool policy__is_held(const struct policy *p, pid_t pid, uint64_t start_ticks);
+size_t policy__held(const struct policy *p);
+size_t policy__processes(const struct policy *p);
+/* Exited processes' maps waiting at their paths. */
+size_t policy__retained(const struct policy *p);
+/*
+ * A runtime maps its first code before it names it: a process is judged to
+ * run JIT code without a map only this long after its first region.
+ */
+#define JIT_GRACE_NS (2000ull * 1000000)
+
+/*
+ * The kernel reported an executable mapping of @len bytes in @pid: anonymous
+ * (named by perf-<pid>.map) or memfd-backed (@memfd). A process with such code
+ * and no map when JIT_GRACE_NS is over is said to lose its symbols, once.
+ */
+void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns);
+/*
+ * What /proc/<pid>/maps shows of (@pid, @start_ticks)'s JIT code now: the
+ * gaps the kernel's reports leave (before the agent started, or records lost).
+ */
+void policy__exec_mappings_found(struct policy *p, pid_t pid, uint64_t start_ticks,
+				 uint32_t regions, uint64_t jit_bytes, uint64_t memfd_bytes,
+				 uint64_t now_ns);
+struct policy_jit {
+	pid_t pid;
+	uint32_t regions;
+	uint64_t jit_bytes, memfd_bytes;
+	bool lost;
+	char comm[LOG_COMM_LEN];
+};
+/* Processes with JIT code, to @fn; the number with no map now in @lost. */
+void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
+			  void *ctx, uint64_t *lost);
+/* Calls @fn for every tracked process of ours (not foreign). */
+void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx);
+
+#endif /* PERFMAPD_POLICY_H */

@@ -1,0 +1,56 @@
+/* The process table: every live process perfmapd knows, by tgid, with its start time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/proctab.h"
+
+int proctab_init(struct proctab *t)
+{
+	return pidmap_init(&t->map, 1024);
+}
+
+void proctab_fini(struct proctab *t)
+{
+	pidmap_fini(&t->map);
+}
+
+struct proc *proctab_find(const struct proctab *t, pid_t tgid)
+{
+	return (struct proc *)pidmap_find(&t->map, tgid);
+}
+
+struct proc *proctab_get(struct proctab *t, pid_t tgid, uint64_t start_ticks, bool *fresh)
+{
+	struct proc *p = proctab_find(t, tgid);
+
+	*fresh = !p || p->start_ticks != start_ticks;
+	if (p) {
+		if (*fresh) {
+			struct pidmap_node node = p->node;
+
+			memset(p, 0, sizeof(*p));
+			p->node = node;
+			p->tgid = tgid;
+			p->start_ticks = start_ticks;
+		}
+		return p;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->node.pid = tgid;
+	p->tgid = tgid;
+	p->start_ticks = start_ticks;
+	pidmap_insert(&t->map, &p->node);
+	return p;
+}
+
+void proctab_remove(struct proctab *t, pid_t tgid)
+{
+	free(pidmap_remove(&t->map, tgid));
+}
+
+size_t proctab_count(const struct proctab *t)
+{
+	return t->map.count;
+}

@@ -32,6 +32,7 @@ VERSION := 0.1.0
 SOVERSION := 0
 
 CFLAGS ?= -O2 -g
+LDFLAGS ?=
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wformat=2 -Wundef
 # Each object's header dependencies, from the compiler (-MMD -MP).
@@ -47,6 +48,7 @@ PROF_INCLUDES := -Iprofile/include -Iprofile -Iperfmap/include -Ibpf -I$(O)/bpf
 LIB_CFLAGS := -fPIC -fvisibility=hidden
 
 # Quiet by default; V=1 shows every command.
+V ?=
 ifeq ($(V),1)
 Q :=
 msg = @true
@@ -270,6 +272,7 @@ clean:
 	rm -rf $(O)
 
 # The agent in the foreground; RUN_ARGS passes options (RUN_ARGS="--log-level debug").
+RUN_ARGS ?=
 run: deps
 	@$(MAKE) --no-print-directory all
 	exec $(AGENTD) $(RUN_ARGS)

@@ -29,6 +29,7 @@ int cmd_profile(int argc, char **argv);
 int ctl_status_fetch(const char *map_dir, const char *run_dir, char **text, size_t *len,
 		     char *sock, size_t sock_len);
 
+/* "perfmapctl: " and the message on stderr, a line (common.c). */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* PERFMAPD_CTL_H */

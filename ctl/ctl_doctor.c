@@ -395,22 +395,22 @@ static int doctor(struct doctor *d, enum doc_format format)
 	err = examine(d);
 	if (err == -ESRCH || err == -ENOENT) {
 		ctl_error("doctor: no process %d", (int)d->p.pid);
-		goto release;
+		goto release_maps;
 	}
 	if (err == -EACCES || err == -EPERM) {
 		ctl_error("doctor: process %d: permission denied (run as root, or as its user)",
 			  (int)d->p.pid);
-		goto release;
+		goto release_maps;
 	}
 	if (err) {
 		ctl_error("doctor: process %d: %s", (int)d->p.pid, strerror(-err));
-		goto release;
+		goto release_maps;
 	}
 	if (format == DOC_TABLE)
 		print_table(d);
 	else
 		print_json(d, format == DOC_JSON_PRETTY);
-release:
+release_maps:
 	doc_map_release(&d->m);
 	perfmap__vmas_release(&d->vs);
 	return err ? CTL_ERROR : healthy(&d->f) ? CTL_OK : CTL_FINDING;

@@ -37,8 +37,7 @@ struct prof_run {
 	struct perfmap_symbolizer *sym;   /* during the callbacks only */
 	struct prof_sample *samples;
 	size_t n, cap;
-	char **strings;                   /* interned: open addressing */
-	size_t nstrings, strings_cap;
+	struct perfmap_strtab strings;    /* interned: what the samples' frames point at */
 	struct prof_cred **creds;         /* the samples' processes', once each (a and A only) */
 	size_t ncreds, creds_cap;
 	uint64_t total, unnamed, unknown, kernel_only;
@@ -75,54 +74,17 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static size_t str_hash(const char *s)
-{
-	size_t h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
 /* @s kept until the report is written, once per content; NULL for NULL. */
 static const char *keep(struct prof_run *r, const char *s)
 {
-	char **old = r->strings;
-	size_t i, oldcap = r->strings_cap;
+	const char *k;
 
 	if (!s)
 		return NULL;
-	if (2 * (r->nstrings + 1) > r->strings_cap) {
-		r->strings_cap = r->strings_cap ? r->strings_cap * 2 : 1024;
-		r->strings = calloc(r->strings_cap, sizeof(*r->strings));
-		if (!r->strings) {
-			r->strings = old;
-			r->strings_cap = oldcap;
-			r->failed = true;
-			return NULL;
-		}
-		for (i = 0; i < oldcap; i++) {
-			size_t k;
-
-			if (!old[i])
-				continue;
-			for (k = str_hash(old[i]) % r->strings_cap; r->strings[k];
-			     k = (k + 1) % r->strings_cap)
-				;
-			r->strings[k] = old[i];
-		}
-		free(old);
-	}
-	for (i = str_hash(s) % r->strings_cap; r->strings[i]; i = (i + 1) % r->strings_cap)
-		if (!strcmp(r->strings[i], s))
-			return r->strings[i];
-	r->strings[i] = strdup(s);
-	if (!r->strings[i]) {
+	k = perfmap__strtab_intern(&r->strings, s);
+	if (!k)
 		r->failed = true;
-		return NULL;
-	}
-	r->nstrings++;
-	return r->strings[i];
+	return k;
 }
 
 /*
@@ -546,11 +508,7 @@ static int write_period_file(const struct prof_run *r, const char *out, uint64_t
 /* The kept strings and credentials, once no sample points at them: a period's run for days keeps its own only. */
 static void strings_reset(struct prof_run *r)
 {
-	for (size_t i = 0; i < r->strings_cap; i++)
-		free(r->strings[i]);
-	free(r->strings);
-	r->strings = NULL;
-	r->strings_cap = r->nstrings = 0;
+	perfmap__strtab_release(&r->strings);
 	for (size_t i = 0; i < r->ncreds; i++)
 		free(r->creds[i]);
 	free(r->creds);

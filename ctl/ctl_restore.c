@@ -329,26 +329,13 @@ static int maps_of(const struct restore *r, pid_t pid, struct archived **first)
 /* The start ticks of the process holding @pid (field 22 of /proc/<pid>/stat); -ENOENT when none. */
 static int live_ticks(pid_t pid, uint64_t *ticks)
 {
-	char path[64], buf[1024], *p;
-	int fd, field;
-	ssize_t n;
+	struct perfmap_proc_stat st;
+	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 && errno != ESRCH ? -errno : -ENOENT;
-	buf[n] = '\0';
-	/* The name may hold spaces and parentheses: fields count from the last ')'. */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -EINVAL;
-	*ticks = strtoull(p + 1, NULL, 10);
+	err = perfmap__proc_stat_read(pid, &st);
+	if (err)
+		return err == -ESRCH ? -ENOENT : err;
+	*ticks = st.start_ticks;
 	return 0;
 }
 
@@ -741,25 +728,25 @@ static int load_perf_data(struct restore *r)
 	if (fd < 0 || fstat(fd, &st)) {
 		err = -errno;
 		why = strerror(errno);
-		goto out;
+		goto close_fd;
 	}
 	err = -EINVAL;
 	why = !S_ISREG(st.st_mode) ? "not a regular file, refused" :
 	      (uint64_t)st.st_size > PERFDATA_MAX_BYTES ? "larger than 1G, refused" : NULL;
 	if (why)
-		goto out;
+		goto close_fd;
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	err = -ENOMEM;
 	why = "out of memory";
 	if (!buf)
-		goto out;
+		goto close_fd;
 	while (got < (size_t)st.st_size && (k = read(fd, buf + got, (size_t)st.st_size - got)) > 0)
 		got += (size_t)k;
 	err = perfdata_parse(buf, got, &r->pd, &why);
 	r->rec_ns = r->pd.has_clock ? (int64_t)r->pd.clock_wall_ns : ts_ns(&st.st_mtim);
 	r->rec_how = r->pd.has_clock ? "its start, from HEADER_CLOCK_DATA" :
 				       "its end, from the file's mtime";
-out:
+close_fd:
 	if (err)
 		ctl_error("restore: %s: %s", r->perf_data, why);
 	free(buf);
@@ -802,7 +789,7 @@ int cmd_restore(int argc, char **argv)
 	r.wants = calloc(MAX_WANTS, sizeof(*r.wants));
 	err = r.wants ? parse_args(&r, argc, argv) : -ENOMEM;
 	if (err)
-		goto cleanup;
+		goto free_restore;
 	err = open_dirs(&r);
 	if (!err && r.perf_data)
 		err = load_perf_data(&r);
@@ -811,12 +798,12 @@ int cmd_restore(int argc, char **argv)
 	if (err == -ENOMEM || err == -E2BIG)
 		ctl_error("restore: archive %s: %s", r.archive_dir, strerror(-err));
 	if (err)
-		goto cleanup;
+		goto free_restore;
 	if (r.perf_data)
 		err = restore_perf_data(&r);
 	for (i = 0; !r.perf_data && i < r.nwants; i++)
 		restore_want(&r, &r.wants[i]);
-cleanup:
+free_restore:
 	if (r.archive_fd >= 0)
 		close(r.archive_fd);
 	if (r.map_fd >= 0)

@@ -1,8 +1,9 @@
 /*
  * perfmapctl status: ask the running perfmapd what it tracks. The agent
- * sends "key: value" lines; --json turns them into one JSON object, as
- * bpftool's -j does, through json-c: numbers stay numbers, yes and no become
- * booleans, everything else a string, escaped by the library.
+ * sends "key: value" lines; a person reads a summary of them, or every one
+ * by group with --all (status_view.c); --json turns them into one JSON
+ * object, as bpftool's -j does, through json-c: numbers stay numbers, yes
+ * and no become booleans, everything else a string, escaped by the library.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,10 +22,28 @@
 
 #include "ctl.h"
 #include "perfmap_tools.h"
+#include "status_view.h"
 
 #define STATUS_MAX (64u << 10)
 
-enum status_format { STATUS_TEXT, STATUS_JSON, STATUS_JSON_PRETTY };
+enum status_format { STATUS_SUMMARY, STATUS_ALL, STATUS_JSON, STATUS_JSON_PRETTY };
+
+/* The agent's lines for a person: a summary, or every line by group. */
+static int print_text(char *text, const char *map_dir, bool all)
+{
+	struct status_view v;
+	int err;
+
+	err = status_view__parse(&v, text);
+	if (!err && all)
+		status_view__all(&v, stdout);
+	else if (!err)
+		status_view__summary(&v, map_dir, stdout);
+	status_view__free(&v);
+	if (err)
+		ctl_error("status: %s", strerror(-err));
+	return err ? CTL_ERROR : CTL_OK;
+}
 
 static bool all_digits(const char *s)
 {
@@ -154,8 +173,8 @@ static int status(const char *map_dir, const char *run_dir, enum status_format f
 		ctl_error("status: %s%s: %s", sock[0] ? "" : "map directory ", sock[0] ? sock : map_dir, strerror(-err));
 		return CTL_ERROR;
 	}
-	if (format == STATUS_TEXT)
-		fwrite(buf, 1, len, stdout);
+	if (format == STATUS_SUMMARY || format == STATUS_ALL)
+		err = print_text(buf, map_dir, format == STATUS_ALL);
 	else
 		err = print_json(buf, format == STATUS_JSON_PRETTY);
 	free(buf);
@@ -167,16 +186,17 @@ int cmd_status(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, 'd' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *map_dir = "/tmp", *run_dir = PERFMAPD_RUN_DIR;
-	enum status_format format = STATUS_TEXT;
+	enum status_format format = STATUS_SUMMARY;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:r:jph", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:r:ajph", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			map_dir = optarg;
@@ -184,14 +204,21 @@ int cmd_status(int argc, char **argv)
 		case 'r':
 			run_dir = optarg;
 			break;
+		case 'a':
+			format = format == STATUS_SUMMARY ? STATUS_ALL : format;
+			break;
 		case 'j':
-			format = format == STATUS_TEXT ? STATUS_JSON : format;
+			format = format == STATUS_JSON_PRETTY ? format : STATUS_JSON;
 			break;
 		case 'p':
 			format = STATUS_JSON_PRETTY;
 			break;
 		case 'h':
-			printf("Usage: perfmapctl status [--map-dir DIR] [--run-dir DIR] [--json | --pretty]\n");
+			printf("Usage: perfmapctl status [--map-dir DIR] [--run-dir DIR] [--all | --json | --pretty]\n"
+			       "\n"
+			       "A summary of what the running perfmapd manages, what it did and what\n"
+			       "went wrong; --all: every counter, by group, one 'key: value' a line;\n"
+			       "--json: every counter as one JSON object (--pretty: indented).\n");
 			return CTL_OK;
 		default:
 			return CTL_ERROR;

@@ -1,5 +1,4 @@
 /* perfmapctl: inspect and repair perf maps; entry point and subcommand dispatch. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,10 +16,10 @@ static const char usage[] =
 	"                                  write FILE's canonical form to OUT, or\n"
 	"                                  in place when no process has FILE open\n"
 	"                                  for writing ('-o -' writes to stdout)\n"
-	"  status [--map-dir DIR] [--json | --pretty]\n"
-	"                                  what the running perfmapd tracks: processes\n"
-	"                                  with maps, copies, decisions, retained and\n"
-	"                                  archived maps, events and drops; as JSON\n"
+	"  status [--map-dir DIR] [--all | --json | --pretty]\n"
+	"                                  what the running perfmapd manages, what it\n"
+	"                                  did and what went wrong, in a few lines;\n"
+	"                                  every counter by group with --all, as JSON\n"
 	"                                  with --json (--pretty: indented)\n"
 	"  restore [--archive-dir DIR] [--map-dir DIR] [--dry-run]\n"
 	"          (PID [--start-ticks N | --at TIME] ... | --perf-data FILE)\n"
@@ -53,17 +52,6 @@ static const char usage[] =
 	"map, or doctor found an error or a warning; 2 usage or I/O error,\n"
 	"(status) no agent running, (doctor) no such process or no permission, or\n"
 	"(profile) a bad letter, no such process, or no permission to load BPF.\n";
-
-void ctl_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("perfmapctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 struct cmd {
 	const char *name;

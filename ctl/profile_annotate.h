@@ -5,16 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile_report.h"
-
-/* A key and its count, at one level of a report. */
-struct tally {
-	const char *key;
-	uint64_t count;
-	size_t first, last;        /* its second-level tallies, in the level below */
-	const struct prof_cred *const *creds;   /* a and A: its samples' processes' (NULL ones too) */
-	size_t ncreds;
-};
+#include "profile_view.h"
 
 /*
  * The source file @path, opened for reading as a process of @cred could

@@ -345,23 +345,23 @@ int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pp
 	if (!b.p.sample_type || value_type(&b, &b.p.sample_type[0], "samples", "count") ||
 	    value_type(&b, &b.p.sample_type[1], "cpu", "nanoseconds") ||
 	    value_type(&b, &b.p.period_type, "cpu", "nanoseconds"))
-		goto cleanup;
+		goto free_builder;
 	b.p.n_sample_type = 2;
 	b.p.period = (int64_t)info->interval_ns;
 	b.p.time_nanos = (int64_t)info->time_ns;
 	b.p.duration_nanos = (int64_t)info->duration_ns;
 	for (size_t i = 0; i < n; i++)
 		if (add_sample(&b, &s[i], info->interval_ns))
-			goto cleanup;
+			goto free_builder;
 	if (b.failed)
-		goto cleanup;
+		goto free_builder;
 	len = perftools__profiles__profile__get_packed_size(&b.p);
 	buf = malloc(len ? len : 1);
 	if (!buf)
-		goto cleanup;
+		goto free_builder;
 	perftools__profiles__profile__pack(&b.p, buf);
 	err = write_gz(path, info->fresh, buf, len);
-cleanup:
+free_builder:
 	free(buf);
 	builder_free(&b);
 	return err;

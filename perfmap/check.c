@@ -153,7 +153,7 @@ static int judge_line(struct checker *ck, enum perfmap_consumer c,
 	struct sim_entry e;
 	char hint[96], esc[200];
 
-	switch (sim_line(c, line, ck->scratch, &e)) {
+	switch (perfmap__sim_line(c, line, ck->scratch, &e)) {
 	case SIM_FATAL:
 		if (!v->file_lost)
 			note(v, line->lineno, "line %lu does not parse: %s fails the whole file%s",
@@ -297,7 +297,7 @@ static int check_lookups(struct checker *ck, enum perfmap_consumer c)
 	missed = calloc(n + 1, 1);
 	if (!missed)
 		return -ENOMEM;
-	sim_sort(c, s->v, s->n);
+	perfmap__sim_sort(c, s->v, s->n);
 	for (i = 0; i < n + s->n; i++) {
 		if (i < n) {
 			perfmap__table_entry(ck->table, i, &start, &end, &name, &name_len);
@@ -309,9 +309,13 @@ static int check_lookups(struct checker *ck, enum perfmap_consumer c)
 		probe[1] = end;
 		for (k = 0; k < 2; k++) {
 			truth = perfmap__table_lookup_entry(ck->table, probe[k]);
+			if (truth < 0 && truth != -ENOENT) {
+				free(missed);
+				return (int)truth;
+			}
 			if (truth < 0 || missed[truth] || (ck->judged[truth] & (1u << c)))
 				continue;
-			got = sim_lookup(c, s->v, s->n, probe[k], &ties);
+			got = perfmap__sim_lookup(c, s->v, s->n, probe[k], &ties);
 			if (lookup_right(ck, s, got, ties, truth))
 				continue;
 			missed[truth] = 1;
@@ -363,29 +367,29 @@ int perfmap_check(struct perfmap_reader *r, struct perfmap_report *rep)
 	ck.max_line = r->max_line;
 	ck.scratch = malloc(r->max_line + 2);
 	if (!ck.table || !ck.scratch)
-		goto cleanup;
+		goto free_checker;
 
 	while ((err = perfmap_reader__next_line(r, &line)) > 0) {
 		err = check_line(&ck, &line);
 		if (err)
-			goto cleanup;
+			goto free_checker;
 	}
 	if (err)
-		goto cleanup;
+		goto free_checker;
 	rep->read = *perfmap_reader__stats(r);
 	err = perfmap_table__stats(ck.table, &rep->table);
 	if (err)
-		goto cleanup;
+		goto free_checker;
 	for (c = 0; c < __PERFMAP_CONSUMER_MAX; c++) {
 		if (!has_lookup_sim(c) || rep->verdict[c].file_lost)
 			continue;
 		err = check_lookups(&ck, c);
 		if (err)
-			goto cleanup;
+			goto free_checker;
 	}
 	finish_verdicts(rep);
 
-cleanup:
+free_checker:
 	for (c = 0; c < __PERFMAP_CONSUMER_MAX; c++)
 		free(ck.syms[c].v);
 	free(ck.judged);

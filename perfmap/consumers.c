@@ -212,8 +212,8 @@ static enum sim_result sim_bcc(const struct perfmap_line *line, char *s,
 	return SIM_ENTRY;
 }
 
-enum sim_result sim_line(enum perfmap_consumer c, const struct perfmap_line *line,
-			 char *scratch, struct sim_entry *e)
+enum sim_result perfmap__sim_line(enum perfmap_consumer c, const struct perfmap_line *line,
+				  char *scratch, struct sim_entry *e)
 {
 	memset(e, 0, sizeof(*e));
 	switch (c) {
@@ -253,7 +253,7 @@ static int cmp_bcc(const void *a, const void *b)
 	return x->ent < y->ent ? -1 : x->ent > y->ent;
 }
 
-void sim_sort(enum perfmap_consumer c, struct sim_sym *syms, size_t n)
+void perfmap__sim_sort(enum perfmap_consumer c, struct sim_sym *syms, size_t n)
 {
 	if (!n)
 		return;  /* syms may be NULL, which qsort() must never see */
@@ -287,14 +287,14 @@ static long lookup_blazesym(const struct sim_sym *syms, size_t n, uint64_t addr)
 	uint64_t start;
 
 	if (!i)
-		return -1;
+		return -ENOENT;
 	start = syms[i - 1].start;
 	while (i > 0 && syms[i - 1].start == start)
 		i--;
 	for (; i < n && syms[i].start == start; i++)
 		if (addr < syms[i].end)
 			return (long)i;
-	return -1;
+	return -ENOENT;
 }
 
 /*
@@ -319,11 +319,11 @@ static long lookup_bcc(const struct sim_sym *syms, size_t n, uint64_t addr,
 			return (long)i;
 		}
 	}
-	return -1;
+	return -ENOENT;
 }
 
-long sim_lookup(enum perfmap_consumer c, const struct sim_sym *syms, size_t n,
-		uint64_t addr, size_t *ties)
+long perfmap__sim_lookup(enum perfmap_consumer c, const struct sim_sym *syms, size_t n,
+			 uint64_t addr, size_t *ties)
 {
 	*ties = 0;
 	if (c == PERFMAP_CONSUMER_BLAZESYM)

@@ -26,17 +26,17 @@ struct sim_sym {
  * What consumer @c makes of @line. @scratch has room for line->len + 2
  * bytes: perf and bcc work on NUL-terminated copies, as getline() gives them.
  */
-enum sim_result sim_line(enum perfmap_consumer c, const struct perfmap_line *line,
-			 char *scratch, struct sim_entry *e);
+enum sim_result perfmap__sim_line(enum perfmap_consumer c, const struct perfmap_line *line,
+				  char *scratch, struct sim_entry *e);
 
 /* Sort @syms as consumer @c keeps them for lookups. */
-void sim_sort(enum perfmap_consumer c, struct sim_sym *syms, size_t n);
+void perfmap__sim_sort(enum perfmap_consumer c, struct sim_sym *syms, size_t n);
 /*
- * The symbol consumer @c resolves @addr to, as an index into @syms, or -1.
+ * The symbol consumer @c resolves @addr to, as an index into @syms, or -ENOENT.
  * When the answer depends on an unstable sort, the other symbols it could be
  * are the @ties ones just before it.
  */
-long sim_lookup(enum perfmap_consumer c, const struct sim_sym *syms, size_t n,
-		uint64_t addr, size_t *ties);
+long perfmap__sim_lookup(enum perfmap_consumer c, const struct sim_sym *syms, size_t n,
+			 uint64_t addr, size_t *ties);
 
 #endif /* PERFMAP_CONSUMERS_H */

@@ -1,4 +1,7 @@
-/* Copying another process's map into ours: whole canonical lines, bounded memory. */
+/*
+ * Copying another process's map into ours (perfmap_copy_file), and lines
+ * rewritten in canonical form; the copy itself is copy_fd.c's.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,52 +12,6 @@
 #include "writer.h"
 
 #define COPY_OUT_BUF (16u << 10)
-
-long perfmap__copy_fd(int src_fd, uint64_t limit, int dst_fd, char *buf,
-		      size_t cap, char *out, size_t out_cap)
-{
-	return perfmap__copy_fd_if(src_fd, limit, dst_fd, buf, cap, out, out_cap, NULL, NULL,
-				   NULL);
-}
-
-long perfmap__copy_fd_if(int src_fd, uint64_t limit, int dst_fd, char *buf, size_t cap,
-			 char *out, size_t out_cap, perfmap_keep_fn keep, void *ctx,
-			 long *dropped)
-{
-	struct perfmap_reader r;
-	struct perfmap_record rec;
-	size_t off = 0, name_len;
-	long copied = 0;
-	int err;
-
-	perfmap__reader_init(&r, src_fd, buf, cap, limit);
-	while ((err = perfmap_reader__next(&r, &rec)) > 0) {
-		if (keep && !keep(ctx, rec.start, rec.size)) {
-			(*dropped)++;
-			continue;
-		}
-		copied++;
-		/* Flush before a line could overflow: every write ends a line. */
-		if (off + PERFMAP_LINE_MAX > out_cap) {
-			err = perfmap__write_all(dst_fd, out, off);
-			if (err)
-				return err;
-			off = 0;
-		}
-		/* What this library writes keeps its own name bound. */
-		name_len = perfmap__name_cut(rec.name, rec.name_len, PERFMAP_NAME_MAX);
-		off += perfmap__format_line(out + off, rec.start, rec.size,
-					    rec.name, name_len);
-	}
-	if (err < 0)
-		return err;
-	if (off) {
-		err = perfmap__write_all(dst_fd, out, off);
-		if (err)
-			return err;
-	}
-	return copied;
-}
 
 size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped)
 {
@@ -107,18 +64,16 @@ int perfmap_copy_file(const char *parent_filename)
 	buf = malloc(PERFMAP_LINE_MAX_DEFAULT + 1);
 	out = malloc(COPY_OUT_BUF);
 	if (!buf || !out)
-		goto cleanup;
+		goto close_src;
 	/* Copy what the file holds now; a parent still writing must not keep us here. */
 	if (fstat(src, &st)) {
 		err = -errno;
-		goto cleanup;
+		goto close_src;
 	}
 
 	err = perfmap__writer_lock_open();
-	if (err) {
-		err = -errno;
-		goto cleanup;
-	}
+	if (err)
+		goto close_src;
 	if (same_file(src, perfmap__writer.fd))
 		copied = -EINVAL;
 	else
@@ -128,7 +83,7 @@ int perfmap_copy_file(const char *parent_filename)
 	perfmap__writer_unlock();
 	err = copied < 0 ? (int)copied : 0;
 
-cleanup:
+close_src:
 	free(out);
 	free(buf);
 	close(src);

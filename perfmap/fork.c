@@ -1,4 +1,9 @@
-/* What a forked child gets: its own map under its own pid, or the parent's entries too. */
+/*
+ * What a forked child gets: its own map under its own pid, or the parent's
+ * entries too. The handlers, registered by writer.c's setup; the switch,
+ * perfmap_set_persist_after_fork(), is writer.c's. Calls writer_open.c and
+ * copy_fd.c, never writer.c.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,15 +20,6 @@
  */
 static char child_read_buf[PERFMAP_LINE_MAX_DEFAULT + 1];
 static char child_write_buf[16u << 10];
-
-int perfmap_set_persist_after_fork(int enable)
-{
-	if (perfmap__writer_ready())
-		return -1;
-	__atomic_store_n(&perfmap__writer.persist_after_fork, !!enable,
-			 __ATOMIC_RELAXED);
-	return 0;
-}
 
 /*
  * Exclusive lock across fork(): no append is half done, and the size taken
@@ -51,9 +47,9 @@ static void fork_parent(void)
 }
 
 /*
- * A read-only fd on the parent's map. /proc/self/fd reopens the very file
- * the inherited fd has open, whatever became of its path; without /proc,
- * the path must still lead to that inode.
+ * A read-only fd on the parent's map, or -errno. /proc/self/fd reopens the
+ * very file the inherited fd has open, whatever became of its path; without
+ * /proc, the path must still lead to that inode (-ESTALE if it does not).
  */
 static int open_parent_map(int parent_fd)
 {
@@ -61,20 +57,24 @@ static int open_parent_map(int parent_fd)
 	const int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 	char path[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, err;
 
 	fd = perfmap__reopen_fd(parent_fd, flags);
 	if (fd < 0) {
-		if (perfmap__map_path(path, sizeof(path), w->dir, w->pid))
-			return -1;
+		err = perfmap__map_path(path, sizeof(path), w->dir, w->pid);
+		if (err)
+			return err;
 		fd = open(path, flags | O_NOFOLLOW);
 		if (fd < 0)
-			return -1;
+			return -errno;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_dev != w->fork_dev ||
-	    st.st_ino != w->fork_ino) {
+	err = fstat(fd, &st) ? -errno : 0;
+	if (!err && (!S_ISREG(st.st_mode) || st.st_dev != w->fork_dev ||
+		     st.st_ino != w->fork_ino))
+		err = -ESTALE;
+	if (err) {
 		close(fd);
-		return -1;
+		return err;
 	}
 	return fd;
 }
@@ -117,5 +117,6 @@ static void fork_child(void)
 
 int perfmap__fork_register(void)
 {
-	return pthread_atfork(fork_prepare, fork_parent, fork_child);
+	/* pthread_atfork() gives a positive errno. */
+	return -pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -1,4 +1,9 @@
-/* libperfmap internals shared between its files; not installed. */
+/*
+ * libperfmap internals shared between its files; not installed. A function
+ * that is not PERFMAP_API and can fail returns 0 (or a count or index >= 0)
+ * or a negative errno; the public functions turn that into what perfmap.h
+ * documents (-1 with errno for the writer) at their boundary.
+ */
 #ifndef PERFMAP_INTERNAL_H
 #define PERFMAP_INTERNAL_H
 
@@ -92,8 +97,12 @@ struct perfmap_reader {
 void perfmap__reader_init(struct perfmap_reader *r, int fd, char *buf,
 			  size_t cap, uint64_t max_bytes);
 
-/* table.c: the entry last covering @addr, short names included, or -1. */
+/*
+ * table.c: the index of the entry last covering @addr, short names included;
+ * -ENOENT when none does, -ENOMEM when the table cannot be painted.
+ */
 long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr);
+/* Which entry names each address, worked out once until the next add: 0 or -ENOMEM. */
 int perfmap__table_paint(struct perfmap_table *t);
 /* The memory @t holds now and will hold at its peak, painted and counted. */
 size_t perfmap__table_bytes(const struct perfmap_table *t);

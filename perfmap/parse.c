@@ -1,4 +1,5 @@
 /* One perf-map line to an entry: what real producers write, counted by what is wrong. */
+#include <errno.h>
 #include <string.h>
 
 #include "internal.h"
@@ -39,6 +40,7 @@ static bool is_blank(unsigned char c)
 	return c == ' ' || c == '\t';
 }
 
+/* A hex digit's value, or -EINVAL for a byte that is none. */
 static int hex_value(unsigned char c, unsigned int *quirks)
 {
 	if (c >= '0' && c <= '9')
@@ -49,7 +51,7 @@ static int hex_value(unsigned char c, unsigned int *quirks)
 		*quirks |= PERFMAP_QUIRK_UPPER_HEX;
 		return c - 'A' + 10;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 /* A hex field: optional 0x, at least one digit, at most 64 bits. */

@@ -48,18 +48,18 @@ struct perfmap_reader *perfmap_reader__from_fd(int fd,
 	r->fd = fd;
 	err = reader_setup(r, opts);
 	if (err)
-		goto err_free;
+		goto free_reader;
 	/* One line of max_line bytes and its newline always fit. */
 	r->cap = r->max_line + 1;
 	r->buf = malloc(r->cap);
 	if (!r->buf) {
 		err = -ENOMEM;
-		goto err_free;
+		goto free_reader;
 	}
 	r->own_buf = true;
 	return r;
 
-err_free:
+free_reader:
 	free(r);
 	errno = -err;
 	return NULL;

@@ -211,7 +211,7 @@ int perfmap__table_paint(struct perfmap_table *t)
 	t->segs = malloc((2 * t->n + 1) * sizeof(*t->segs));
 	t->kept = calloc(t->n + 1, sizeof(*t->kept));
 	if (!order || !heap || !t->segs || !t->kept)
-		goto cleanup;
+		goto free_arrays;
 	for (i = 0; i < t->n; i++)
 		order[i] = i;
 	qsort_r(order, t->n, sizeof(*order), cmp_start, t->ents);
@@ -237,7 +237,7 @@ int perfmap__table_paint(struct perfmap_table *t)
 	t->painted = true;
 	err = 0;
 
-cleanup:
+free_arrays:
 	free(order);
 	free(heap);
 	if (err)
@@ -248,9 +248,11 @@ cleanup:
 long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr)
 {
 	size_t lo = 0, hi, mid;
+	int err;
 
-	if (perfmap__table_paint(t))
-		return -1;
+	err = perfmap__table_paint(t);
+	if (err)
+		return err;
 	hi = t->nsegs;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
@@ -261,7 +263,7 @@ long perfmap__table_lookup_entry(struct perfmap_table *t, uint64_t addr)
 	}
 	if (lo < t->nsegs && t->segs[lo].start <= addr)
 		return (long)t->segs[lo].ent;
-	return -1;
+	return -ENOENT;
 }
 
 ssize_t perfmap_table__lookup(struct perfmap_table *t, uint64_t addr,
@@ -269,7 +271,11 @@ ssize_t perfmap_table__lookup(struct perfmap_table *t, uint64_t addr,
 {
 	long ent = perfmap__table_lookup_entry(t, addr);
 
-	/* The canonical form has no names under 3 bytes: perf would drop them. */
+	/*
+	 * The canonical form has no names under 3 bytes: perf would drop them.
+	 * perfmap.h promises the length or -ENOENT: a table that could not be
+	 * painted (-ENOMEM) resolves nothing either.
+	 */
 	if (ent < 0 || t->ents[ent].name_len < 3)
 		return -ENOENT;
 	*name = t->names + t->ents[ent].name_off;
@@ -401,7 +407,7 @@ int perfmap_table__write_canonical(struct perfmap_table *t, int fd)
 		if (off + PERFMAP_FIXED_MAX + e->name_len > cap) {
 			err = perfmap__write_all(fd, buf, off);
 			if (err)
-				goto cleanup;
+				goto free_buf;
 			off = 0;
 		}
 		off += perfmap__format_line(buf + off, sg->start, sg->end - sg->start,
@@ -409,7 +415,7 @@ int perfmap_table__write_canonical(struct perfmap_table *t, int fd)
 	}
 	if (off)
 		err = perfmap__write_all(fd, buf, off);
-cleanup:
+free_buf:
 	free(buf);
 	return err;
 }

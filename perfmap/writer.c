@@ -1,23 +1,24 @@
-/* The JIT author's writer: perfmap_init, perfmap_write_entry(ies), perfmap_fini. */
+/*
+ * The JIT author's writer: perfmap_init, perfmap_write_entry(ies),
+ * perfmap_set_persist_after_fork, perfmap_fini. The map is opened by
+ * writer_open.c; the fork handlers set up here are fork.c's.
+ */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "writer.h"
 
-struct perfmap_writer perfmap__writer = { .fd = -1, .fork_size = -1 };
 static pthread_once_t writer_once = PTHREAD_ONCE_INIT;
-static int writer_errno;
+static int writer_err;  /* of the setup: 0 or -errno */
 
 static void writer_setup(void)
 {
 	struct perfmap_writer *w = &perfmap__writer;
 	int err;
 
+	/* pthread calls give a positive errno: negated once, at the end. */
 	err = pthread_rwlockattr_init(&w->lock_attr);
 	/*
 	 * Writer preference: a steady stream of appends from many threads must
@@ -28,83 +29,17 @@ static void writer_setup(void)
 				PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	if (!err)
 		err = pthread_rwlock_init(&w->lock, &w->lock_attr);
-	if (!err)
-		err = perfmap__fork_register();
-	writer_errno = err;
-	if (!err)
+	writer_err = -err;
+	if (!writer_err)
+		writer_err = perfmap__fork_register();
+	if (!writer_err)
 		__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
 }
 
 int perfmap__writer_ready(void)
 {
 	pthread_once(&writer_once, writer_setup);
-	if (writer_errno) {
-		errno = writer_errno;
-		return -1;
-	}
-	return 0;
-}
-
-static int resolve_dir(struct perfmap_writer *w)
-{
-	/* secure_getenv: a setuid JIT must not be steered by its caller. */
-	const char *dir = secure_getenv("PERFMAP_DIR");
-	size_t len;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	len = strlen(dir);
-	if (len >= sizeof(w->dir)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(w->dir, dir, len + 1);
-	w->have_dir = true;
-	return 0;
-}
-
-/* The map must be ours alone: a regular file, one link, owned by us. */
-static int check_own_map(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return errno;
-	return -perfmap__check_map_inode(&st, true, geteuid(), 0);
-}
-
-int perfmap__writer_open_locked(bool reuse_dir)
-{
-	struct perfmap_writer *w = &perfmap__writer;
-	char path[PATH_MAX];
-	int fd, err;
-
-	if (w->fd >= 0)
-		return 0;
-	if ((!reuse_dir || !w->have_dir) && resolve_dir(w))
-		return -1;
-	err = perfmap__map_path(path, sizeof(path), w->dir, getpid());
-	if (err) {
-		errno = -err;
-		return -1;
-	}
-	/*
-	 * CPython's flags, plus O_NONBLOCK so a FIFO planted at the path fails
-	 * (ENXIO) instead of hanging the JIT; it changes nothing for a file.
-	 */
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
-			O_NONBLOCK | O_NOCTTY, 0600);
-	if (fd < 0)
-		return -1;
-	err = check_own_map(fd);
-	if (err) {
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	w->fd = fd;
-	w->pid = getpid();
-	return 0;
+	return writer_err;
 }
 
 int perfmap__writer_lock_open(void)
@@ -112,8 +47,9 @@ int perfmap__writer_lock_open(void)
 	struct perfmap_writer *w = &perfmap__writer;
 	int err;
 
-	if (perfmap__writer_ready())
-		return -2;
+	err = perfmap__writer_ready();
+	if (err)
+		return err;
 	pthread_rwlock_rdlock(&w->lock);
 	while (w->fd < 0) {
 		pthread_rwlock_unlock(&w->lock);
@@ -121,7 +57,7 @@ int perfmap__writer_lock_open(void)
 		err = perfmap__writer_open_locked(false);
 		pthread_rwlock_unlock(&w->lock);
 		if (err)
-			return -1;
+			return err;
 		/* perfmap_fini() may close it again before we get the lock back. */
 		pthread_rwlock_rdlock(&w->lock);
 	}
@@ -133,17 +69,43 @@ void perfmap__writer_unlock(void)
 	pthread_rwlock_unlock(&perfmap__writer.lock);
 }
 
+/* The public convention from an internal -errno: -1 with errno set, or 0. */
+static int public_ret(int err)
+{
+	if (!err)
+		return 0;
+	errno = -err;
+	return -1;
+}
+
 int perfmap_init(void)
 {
 	struct perfmap_writer *w = &perfmap__writer;
 	int err;
 
-	if (perfmap__writer_ready())
+	/* perfmap.h: -2 when the lock cannot be made, -1 when the map cannot be opened. */
+	err = perfmap__writer_ready();
+	if (err) {
+		errno = -err;
 		return -2;
+	}
 	pthread_rwlock_wrlock(&w->lock);
 	err = perfmap__writer_open_locked(false);
 	pthread_rwlock_unlock(&w->lock);
-	return err;
+	return public_ret(err);
+}
+
+int perfmap_set_persist_after_fork(int enable)
+{
+	int err;
+
+	/* The fork handlers must be in place before a fork can need them. */
+	err = perfmap__writer_ready();
+	if (err)
+		return public_ret(err);
+	__atomic_store_n(&perfmap__writer.persist_after_fork, !!enable,
+			 __ATOMIC_RELAXED);
+	return 0;
 }
 
 void perfmap_fini(void)
@@ -174,7 +136,7 @@ static size_t format_entry(char *dst, const void *code_addr, size_t code_size,
 	return perfmap__format_line(dst, (uintptr_t)code_addr, code_size, name, len);
 }
 
-/* Write whole lines in @buf; the caller formats outside the lock. */
+/* Write whole lines in @buf; the caller formats outside the lock. 0 or -errno. */
 static int writer_append(const char *buf, size_t len)
 {
 	int err;
@@ -184,11 +146,7 @@ static int writer_append(const char *buf, size_t len)
 		return err;
 	err = perfmap__write_all(perfmap__writer.fd, buf, len);
 	perfmap__writer_unlock();
-	if (err) {
-		errno = -err;
-		return -1;
-	}
-	return 0;
+	return err;
 }
 
 int perfmap_write_entry(const void *code_addr, size_t code_size, const char *name)
@@ -201,7 +159,7 @@ int perfmap_write_entry(const void *code_addr, size_t code_size, const char *nam
 		return -1;
 	}
 	len = format_entry(line, code_addr, code_size, name);
-	return writer_append(line, len);
+	return public_ret(writer_append(line, len));
 }
 
 /* Lines per write() are bounded by this buffer, kept on the caller's stack. */
@@ -226,7 +184,7 @@ int perfmap_write_entries(const struct perfmap_entry *entries, size_t count)
 	}
 	err = perfmap__writer_lock_open();
 	if (err)
-		return err;
+		return public_ret(err);
 	for (i = 0; i < count; i++) {
 		if (off + PERFMAP_LINE_MAX > sizeof(buf)) {
 			err = perfmap__write_all(perfmap__writer.fd, buf, off);
@@ -241,9 +199,5 @@ int perfmap_write_entries(const struct perfmap_entry *entries, size_t count)
 		err = perfmap__write_all(perfmap__writer.fd, buf, off);
 unlock:
 	perfmap__writer_unlock();
-	if (err) {
-		errno = -err;
-		return -1;
-	}
-	return 0;
+	return public_ret(err);
 }

@@ -1,4 +1,8 @@
-/* The writer's process-wide state, shared by writer.c, fork.c and copy.c; not installed. */
+/*
+ * The writer's process-wide state, shared by writer.c, fork.c and copy.c;
+ * not installed. Defined, and the map opened, in writer_open.c, which calls
+ * none of them. Errors are negative errno values throughout.
+ */
 #ifndef PERFMAP_WRITER_H
 #define PERFMAP_WRITER_H
 
@@ -29,21 +33,22 @@ struct perfmap_writer {
 
 extern struct perfmap_writer perfmap__writer;
 
-/* Set up the lock and fork handlers once. 0, or -1 with errno. */
+/* writer.c: set up the lock and fork handlers once. 0 or -errno. */
 int perfmap__writer_ready(void);
 /*
- * With the lock held exclusive: open the map unless open. $PERFMAP_DIR is
- * read again unless @reuse_dir (a fork child must not call getenv()).
- * 0, or -1 with errno.
+ * writer_open.c, with the lock held exclusive: open the map unless open.
+ * $PERFMAP_DIR is read again unless @reuse_dir (a fork child must not call
+ * getenv()). Async-signal-safe with @reuse_dir. 0 or -errno.
  */
 int perfmap__writer_open_locked(bool reuse_dir);
 /*
- * Take the lock shared with the map open, opening it if needed. 0 with the
- * lock held; -1 (open failed) or -2 (no lock) with errno, lock not held.
+ * writer.c: take the lock shared with the map open, opening it if needed.
+ * 0 with the lock held; -errno with the lock not held (the lock could not be
+ * made, or the map not opened).
  */
 int perfmap__writer_lock_open(void);
 void perfmap__writer_unlock(void);
-/* fork.c: register the atfork handlers. 0 or an errno. */
+/* fork.c: register the atfork handlers. 0 or -errno. */
 int perfmap__fork_register(void);
 
 #endif /* PERFMAP_WRITER_H */

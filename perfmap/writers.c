@@ -12,31 +12,35 @@
 
 #include "perfmap_tools.h"
 
-/* The open flags of fd @fd of @pid, from the "flags:" line of its fdinfo (octal). */
+/*
+ * The open flags of fd @fd of @pid, from the "flags:" line of its fdinfo
+ * (octal); -errno when unreadable, -ENODATA without that line.
+ */
 static int fd_flags(int proc_fd, const char *pid, const char *fd)
 {
 	char path[2 * NAME_MAX + 16], line[128];
 	long flags = -1;
 	FILE *f;
-	int dfd;
+	int dfd, err;
 
 	snprintf(path, sizeof(path), "%s/fdinfo/%s", pid, fd);
 	dfd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (dfd < 0)
-		return -1;
+		return -errno;
 	f = fdopen(dfd, "r");
 	if (!f) {
+		err = -errno;
 		close(dfd);
-		return -1;
+		return err;
 	}
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "flags: %lo", &flags) == 1)
 			break;
 	fclose(f);
-	return (int)flags;
+	return flags < 0 ? -ENODATA : (int)flags;
 }
 
-/* 1 when @pid writes (dev, ino), 0 when not, -1 when its fds cannot be read. */
+/* 1 when @pid writes (dev, ino), 0 when not, -errno when its fds cannot be read. */
 static int process_writes(int proc_fd, const char *pid, dev_t dev, ino_t ino)
 {
 	char path[NAME_MAX + 8];
@@ -48,11 +52,12 @@ static int process_writes(int proc_fd, const char *pid, dev_t dev, ino_t ino)
 	snprintf(path, sizeof(path), "%s/fd", pid);
 	dfd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return errno == ENOENT ? 0 : -1;  /* gone: not a writer */
+		return errno == ENOENT ? 0 : -errno;  /* gone: not a writer */
 	d = fdopendir(dfd);
 	if (!d) {
+		ret = -errno;
 		close(dfd);
-		return -1;
+		return ret;
 	}
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')

@@ -26,7 +26,7 @@ struct agent_hold {
 	uint64_t asked, dropped;
 };
 
-int agent_hold_open(const char *path, struct agent_hold **out)
+int perfmap_prof__agent_hold_open(const char *path, struct agent_hold **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct agent_hold *h;
@@ -42,14 +42,14 @@ int agent_hold_open(const char *path, struct agent_hold **out)
 	if (h->fd < 0 || connect(h->fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int err = -errno;
 
-		agent_hold_free(h);
+		perfmap_prof__agent_hold_free(h);
 		return err;
 	}
 	*out = h;
 	return 0;
 }
 
-void agent_hold_free(struct agent_hold *h)
+void perfmap_prof__agent_hold_free(struct agent_hold *h)
 {
 	if (!h)
 		return;
@@ -67,7 +67,7 @@ static void lost(struct agent_hold *h)
 	h->len = 0;
 }
 
-void agent_hold_flush(struct agent_hold *h)
+void perfmap_prof__agent_hold_flush(struct agent_hold *h)
 {
 	size_t off = 0;
 	ssize_t n;
@@ -116,20 +116,21 @@ static void say(struct agent_hold *h, const char *verb, pid_t pid, uint64_t star
 		h->asked++;
 	/* Most requests go at once: the queue stays short. */
 	if (h->len >= 4096)
-		agent_hold_flush(h);
+		perfmap_prof__agent_hold_flush(h);
 }
 
-void agent_hold_add(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
+void perfmap_prof__agent_hold_add(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
 {
 	say(h, "hold", pid, start_ticks);
 }
 
-void agent_hold_release(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
+void perfmap_prof__agent_hold_release(struct agent_hold *h, pid_t pid, uint64_t start_ticks)
 {
 	say(h, "release", pid, start_ticks);
 }
 
-void agent_hold_stats(const struct agent_hold *h, uint64_t *asked, uint64_t *dropped, bool *connected)
+void perfmap_prof__agent_hold_stats(const struct agent_hold *h, uint64_t *asked, uint64_t *dropped,
+				    bool *connected)
 {
 	*asked = h ? h->asked : 0;
 	*dropped = h ? h->dropped : 0;

@@ -77,7 +77,7 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-struct elfsyms *elfsyms_new(elfsyms_intern_fn intern, void *ctx)
+struct elfsyms *perfmap_prof__elfsyms_new(elfsyms_intern_fn intern, void *ctx)
 {
 	struct elfsyms *e = calloc(1, sizeof(*e));
 
@@ -202,7 +202,7 @@ static const char *comp_dir_of(Dwfl_Line *l)
 
 /*
  * The lookup proper, in a module whose file may fault under it
- * (elfsyms_lookup()): the strings copied here, where a fault is caught.
+ * (perfmap_prof__elfsyms_lookup()): the strings copied here, where a fault is caught.
  */
 static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, const char **name,
 		     uint64_t *off, const char **src, const char **comp_dir, int *line)
@@ -235,9 +235,9 @@ static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, con
 	return 0;
 }
 
-int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *open_path,
-		   uint64_t file_off, const char **name, uint64_t *off, const char **src,
-		   const char **comp_dir, int *line)
+int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
+				 const char *open_path, uint64_t file_off, const char **name,
+				 uint64_t *off, const char **src, const char **comp_dir, int *line)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
 	struct elfmod *volatile m = mod_get(e, v, open_path);
@@ -289,7 +289,7 @@ int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *ope
 	return err;
 }
 
-void elfsyms_free(struct elfsyms *e)
+void perfmap_prof__elfsyms_free(struct elfsyms *e)
 {
 	struct elfmod *m, *next;
 

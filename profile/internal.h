@@ -10,6 +10,11 @@
 #include "perfmap_profile.h"
 #include "perfmap_tools.h"
 
+/*
+ * Hidden from libperfmap-profile.so; in the static library a global name is
+ * the program's too, so each carries the internal prefix perfmap_prof__
+ * (tests/install/symbols.sh checks libperfmap-profile.a with nm).
+ */
 #define PROF_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- a process's mappings, read while it exists (procsnap.c) ---- */
@@ -59,43 +64,43 @@ struct psnaps {
 #define PSNAP_LATEST UINT32_MAX
 
 /* (@pid, @start_ticks, @image); @start_ticks 0: the latest process at @pid. NULL: none. */
-PROF_HIDDEN struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks,
-				      uint32_t image);
+PROF_HIDDEN struct psnap *perfmap_prof__psnaps_find(struct psnaps *t, pid_t pid,
+						    uint64_t start_ticks, uint32_t image);
 /* The same, made when missing (@image PSNAP_LATEST: the latest, or image 0). */
-PROF_HIDDEN struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks,
-				     uint32_t image);
+PROF_HIDDEN struct psnap *perfmap_prof__psnaps_get(struct psnaps *t, pid_t pid,
+						   uint64_t start_ticks, uint32_t image);
 /*
  * Free every image read of (@pid, @start_ticks), adding the bytes of the
  * perf maps they held to *@bytes; -EBUSY (nothing freed) while a forked
  * child not read yet names its code with their mappings.
  */
-PROF_HIDDEN int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *bytes);
+PROF_HIDDEN int perfmap_prof__psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks,
+					    uint64_t *bytes);
 /* @child, forked from @parent (NULL: none known), names its code with its mappings until read. */
-PROF_HIDDEN void psnap_set_parent(struct psnap *child, struct psnap *parent);
+PROF_HIDDEN void perfmap_prof__psnap_set_parent(struct psnap *child, struct psnap *parent);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
-PROF_HIDDEN int psnap_read(struct psnap *s);
+PROF_HIDDEN int perfmap_prof__psnap_read(struct psnap *s);
 /* The caller's own mount namespace (its inode), to tell whose paths a process's names carry. */
-PROF_HIDDEN uint64_t psnap_own_mnt_ns(void);
-PROF_HIDDEN const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr);
-PROF_HIDDEN void psnaps_free(struct psnaps *t);
-/* /proc/<pid>/stat: its start time (field 22) and parent; 0 or -errno. */
-PROF_HIDDEN int proc_stat_of(pid_t pid, uint64_t *start_ticks, pid_t *ppid);
+PROF_HIDDEN uint64_t perfmap_prof__psnap_own_mnt_ns(void);
+PROF_HIDDEN const struct psnap_vma *perfmap_prof__psnap_find_vma(const struct psnap *s,
+								 uint64_t addr);
+PROF_HIDDEN void perfmap_prof__psnaps_free(struct psnaps *t);
 
 /* ---- the kernel's symbols (kallsyms.c) ---- */
 
 struct kallsyms;
-PROF_HIDDEN struct kallsyms *kallsyms_load(void);
+PROF_HIDDEN struct kallsyms *perfmap_prof__kallsyms_load(void);
 /* The symbol at or below @addr and its module ("[kernel]" or "[mod]"); NULL past the last. */
-PROF_HIDDEN const char *kallsyms_find(const struct kallsyms *k, uint64_t addr, uint64_t *off,
-				      const char **module);
-PROF_HIDDEN void kallsyms_free(struct kallsyms *k);
+PROF_HIDDEN const char *perfmap_prof__kallsyms_find(const struct kallsyms *k, uint64_t addr,
+						    uint64_t *off, const char **module);
+PROF_HIDDEN void perfmap_prof__kallsyms_free(struct kallsyms *k);
 
 /* ---- ELF symbols and DWARF lines of mapped files (elfsym.c, libdwfl) ---- */
 
 struct elfsyms;
 /* Copies of strings that live as long as the caller wants (the symbolizer's interned ones). */
 typedef const char *(*elfsyms_intern_fn)(void *ctx, const char *str);
-PROF_HIDDEN struct elfsyms *elfsyms_new(elfsyms_intern_fn intern, void *ctx);
+PROF_HIDDEN struct elfsyms *perfmap_prof__elfsyms_new(elfsyms_intern_fn intern, void *ctx);
 /*
  * Name the byte at @file_off of the file @v maps (opened as @open_path,
  * which may lead through /proc/<pid>/root, and only if it is still the
@@ -106,10 +111,11 @@ PROF_HIDDEN struct elfsyms *elfsyms_new(elfsyms_intern_fn intern, void *ctx);
  * are @intern's copies, made while a fault of the mapped file is caught:
  * never the file's own bytes, which its owner may truncate.
  */
-PROF_HIDDEN int elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v, const char *open_path,
-			       uint64_t file_off, const char **name, uint64_t *off,
-			       const char **src, const char **comp_dir, int *line);
-PROF_HIDDEN void elfsyms_free(struct elfsyms *e);
+PROF_HIDDEN int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
+					     const char *open_path, uint64_t file_off,
+					     const char **name, uint64_t *off, const char **src,
+					     const char **comp_dir, int *line);
+PROF_HIDDEN void perfmap_prof__elfsyms_free(struct elfsyms *e);
 
 /* ---- perf maps (jitmap.c) ---- */
 
@@ -118,38 +124,40 @@ PROF_HIDDEN void elfsyms_free(struct elfsyms *e);
  * by @uid (anyone may plant a file at another process's path in /tmp);
  * NULL when none.
  */
-PROF_HIDDEN struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
-				       uint64_t start_ticks, uid_t uid);
-PROF_HIDDEN const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off);
-PROF_HIDDEN const char *jitmap_path(const struct jitmap *j);
+PROF_HIDDEN struct jitmap *perfmap_prof__jitmap_load(const char *map_dir, const char *archive_dir,
+						     pid_t pid, uint64_t start_ticks, uid_t uid);
+PROF_HIDDEN const char *perfmap_prof__jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off);
+PROF_HIDDEN const char *perfmap_prof__jitmap_path(const struct jitmap *j);
 /* The bytes of map it read. */
-PROF_HIDDEN uint64_t jitmap_bytes(const struct jitmap *j);
-PROF_HIDDEN void jitmap_free(struct jitmap *j);
+PROF_HIDDEN uint64_t perfmap_prof__jitmap_bytes(const struct jitmap *j);
+PROF_HIDDEN void perfmap_prof__jitmap_free(struct jitmap *j);
 
 /* ---- which runtime code is an interpreter or a collector (states.c) ---- */
 
 struct states;
-PROF_HIDDEN struct states *states_load(const char *path, int *err);
+PROF_HIDDEN struct states *perfmap_prof__states_load(const char *path, int *err);
 /* 'I', 'G' or 0 for a native symbol @name. */
-PROF_HIDDEN char states_of(const struct states *s, const char *name);
-PROF_HIDDEN void states_free(struct states *s);
+PROF_HIDDEN char perfmap_prof__states_of(const struct states *s, const char *name);
+PROF_HIDDEN void perfmap_prof__states_free(struct states *s);
 
 /* The ticks of /proc/<pid>/stat field 22 of a BPF start_boottime. */
-PROF_HIDDEN uint64_t prof_ticks_of_ns(uint64_t ns);
+PROF_HIDDEN uint64_t perfmap_prof__ticks_of_ns(uint64_t ns);
 
 /* ---- perfmapd's holds on the maps of processes sampled (agenthold.c) ---- */
 
 struct agent_hold;
 
 /* Connect to the agent's hold socket at @path; -errno (-ENOENT: no agent there). */
-PROF_HIDDEN int agent_hold_open(const char *path, struct agent_hold **out);
-PROF_HIDDEN void agent_hold_free(struct agent_hold *h);
+PROF_HIDDEN int perfmap_prof__agent_hold_open(const char *path, struct agent_hold **out);
+PROF_HIDDEN void perfmap_prof__agent_hold_free(struct agent_hold *h);
 /* Queue a hold or release of (@pid, @start_ticks); @h NULL: nothing. */
-PROF_HIDDEN void agent_hold_add(struct agent_hold *h, pid_t pid, uint64_t start_ticks);
-PROF_HIDDEN void agent_hold_release(struct agent_hold *h, pid_t pid, uint64_t start_ticks);
+PROF_HIDDEN void perfmap_prof__agent_hold_add(struct agent_hold *h, pid_t pid,
+					      uint64_t start_ticks);
+PROF_HIDDEN void perfmap_prof__agent_hold_release(struct agent_hold *h, pid_t pid,
+						  uint64_t start_ticks);
 /* Send what is queued, without blocking. */
-PROF_HIDDEN void agent_hold_flush(struct agent_hold *h);
-PROF_HIDDEN void agent_hold_stats(const struct agent_hold *h, uint64_t *asked, uint64_t *dropped,
-				  bool *connected);
+PROF_HIDDEN void perfmap_prof__agent_hold_flush(struct agent_hold *h);
+PROF_HIDDEN void perfmap_prof__agent_hold_stats(const struct agent_hold *h, uint64_t *asked,
+						uint64_t *dropped, bool *connected);
 
 #endif /* PERFMAP_PROFILE_INTERNAL_H */

@@ -17,17 +17,11 @@
 
 #define JITMAP_MAX_BYTES (256ull << 20)
 
-struct jname {
-	const char *key;           /* the table's bytes */
-	char *name;                /* NUL-terminated copy */
-};
-
 struct jitmap {
 	struct perfmap_table *t;
 	uint64_t bytes;            /* read from the file */
 	char path[PATH_MAX];
-	struct jname *names;       /* open addressing, by @key */
-	size_t nnames, cap;
+	struct perfmap_strtab names;  /* NUL-terminated copies of the names looked up */
 };
 
 static struct jitmap *load_path(const char *path, uid_t uid)
@@ -48,7 +42,7 @@ static struct jitmap *load_path(const char *path, uid_t uid)
 	j->t = perfmap_table__new();
 	r = perfmap_reader__from_fd(fd, &ro);
 	if (!j->t || !r || perfmap_table__load(j->t, r)) {
-		jitmap_free(j);
+		perfmap_prof__jitmap_free(j);
 		j = NULL;
 		goto close_fd;
 	}
@@ -91,16 +85,17 @@ static struct jitmap *load_archived(const char *archive_dir, pid_t pid, uint64_t
 	return j;
 }
 
-struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
-			   uint64_t start_ticks, uid_t uid)
+struct jitmap *perfmap_prof__jitmap_load(const char *map_dir, const char *archive_dir, pid_t pid,
+					 uint64_t start_ticks, uid_t uid)
 {
-	uint64_t now_ticks = 0;
+	struct perfmap_proc_stat now;
 	char path[PATH_MAX];
 	struct jitmap *j;
 	bool other;
 
 	/* Another process at the pid now: what is at the path is not (only) this one's. */
-	other = start_ticks && !proc_stat_of(pid, &now_ticks, NULL) && now_ticks != start_ticks;
+	other = start_ticks && !perfmap__proc_stat_read(pid, &now) &&
+		now.start_ticks != start_ticks;
 	if (!other) {
 		snprintf(path, sizeof(path), "%s/perf-%d.map", map_dir, (int)pid);
 		j = load_path(path, uid);
@@ -110,47 +105,7 @@ struct jitmap *jitmap_load(const char *map_dir, const char *archive_dir, pid_t p
 	return load_archived(archive_dir, pid, start_ticks, uid);
 }
 
-static size_t slot_of(const struct jitmap *j, const char *key)
-{
-	return ((uintptr_t)key >> 3) * 2654435761u % j->cap;
-}
-
-static const char *intern(struct jitmap *j, const char *key, size_t len)
-{
-	struct jname *old = j->names;
-	size_t i, oldcap = j->cap;
-
-	if (2 * (j->nnames + 1) > j->cap) {
-		j->cap = j->cap ? j->cap * 2 : 256;
-		j->names = calloc(j->cap, sizeof(*j->names));
-		if (!j->names) {
-			j->names = old;
-			j->cap = oldcap;
-			return NULL;
-		}
-		for (i = 0; i < oldcap; i++) {
-			size_t s;
-
-			if (!old[i].key)
-				continue;
-			for (s = slot_of(j, old[i].key); j->names[s].key; s = (s + 1) % j->cap)
-				;
-			j->names[s] = old[i];
-		}
-		free(old);
-	}
-	for (i = slot_of(j, key); j->names[i].key; i = (i + 1) % j->cap)
-		if (j->names[i].key == key)
-			return j->names[i].name;
-	j->names[i].name = strndup(key, len);
-	if (!j->names[i].name)
-		return NULL;
-	j->names[i].key = key;
-	j->nnames++;
-	return j->names[i].name;
-}
-
-const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off)
+const char *perfmap_prof__jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off)
 {
 	const char *name;
 	ssize_t len;
@@ -162,26 +117,25 @@ const char *jitmap_lookup(struct jitmap *j, uint64_t addr, uint64_t *off)
 		return NULL;
 	/* The entry's start is the table's: a name's own offset is not known, 0 is said. */
 	*off = 0;
-	return intern(j, name, (size_t)len);
+	/* The table's name is not NUL-terminated: a copy, once per name, lives as long as the map. */
+	return perfmap__strtab_intern_n(&j->names, name, (size_t)len);
 }
 
-const char *jitmap_path(const struct jitmap *j)
+const char *perfmap_prof__jitmap_path(const struct jitmap *j)
 {
 	return j->path;
 }
 
-uint64_t jitmap_bytes(const struct jitmap *j)
+uint64_t perfmap_prof__jitmap_bytes(const struct jitmap *j)
 {
 	return j->bytes;
 }
 
-void jitmap_free(struct jitmap *j)
+void perfmap_prof__jitmap_free(struct jitmap *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->cap; i++)
-		free(j->names[i].name);
-	free(j->names);
+	perfmap__strtab_release(&j->names);
 	perfmap_table__free(j->t);
 	free(j);
 }

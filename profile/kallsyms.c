@@ -42,7 +42,7 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-struct kallsyms *kallsyms_load(void)
+struct kallsyms *perfmap_prof__kallsyms_load(void)
 {
 	char line[512], name[256], mod[128], type;
 	const char *kernel, *last_mod = NULL;
@@ -87,8 +87,8 @@ struct kallsyms *kallsyms_load(void)
 	return k;
 }
 
-const char *kallsyms_find(const struct kallsyms *k, uint64_t addr, uint64_t *off,
-			  const char **module)
+const char *perfmap_prof__kallsyms_find(const struct kallsyms *k, uint64_t addr, uint64_t *off,
+					const char **module)
 {
 	size_t lo = 0, hi = k ? k->n : 0, mid;
 
@@ -107,7 +107,7 @@ const char *kallsyms_find(const struct kallsyms *k, uint64_t addr, uint64_t *off
 	return k->s[lo].name;
 }
 
-void kallsyms_free(struct kallsyms *k)
+void perfmap_prof__kallsyms_free(struct kallsyms *k)
 {
 	if (!k)
 		return;

@@ -29,7 +29,8 @@ static bool later(const struct psnap *a, const struct psnap *b)
 	       (a->start_ticks == b->start_ticks && a->image > b->image);
 }
 
-struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint32_t image)
+struct psnap *perfmap_prof__psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks,
+					uint32_t image)
 {
 	struct psnap *s, *best = NULL;
 
@@ -47,9 +48,10 @@ struct psnap *psnaps_find(struct psnaps *t, pid_t pid, uint64_t start_ticks, uin
 	return best;
 }
 
-struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint32_t image)
+struct psnap *perfmap_prof__psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks,
+				       uint32_t image)
 {
-	struct psnap *s = psnaps_find(t, pid, start_ticks, image);
+	struct psnap *s = perfmap_prof__psnaps_find(t, pid, start_ticks, image);
 	size_t b = bucket_of(pid);
 
 	if (s)
@@ -64,34 +66,6 @@ struct psnap *psnaps_get(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint
 	t->bucket[b] = s;
 	t->count++;
 	return s;
-}
-
-int proc_stat_of(pid_t pid, uint64_t *start_ticks, pid_t *ppid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long start;
-	int fd, pp;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -ESRCH;
-	buf[n] = '\0';
-	/* The comm may hold spaces and parentheses: the fields follow its last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &pp, &start) != 2)
-		return -EINVAL;
-	if (start_ticks)
-		*start_ticks = start;
-	if (ppid)
-		*ppid = pp;
-	return 0;
 }
 
 static void vmas_clear(struct psnap *s)
@@ -136,23 +110,30 @@ static int parse_maps(struct psnap *s, const char *buf, size_t len)
 	return 0;
 }
 
-/* The start of /proc/<pid>/@name into @buf, NUL-terminated; its length, or -1. */
-static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
+/*
+ * The start of /proc/<pid>/@name into @buf, NUL-terminated: 0, -ESRCH when
+ * the process is gone, or -errno.
+ */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
 	char path[64];
 	ssize_t n;
-	int fd;
+	int fd, err;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return errno == ENOENT ? -ESRCH : -errno;
 	n = read(fd, buf, len - 1);
+	err = n < 0 ? -errno : 0;
 	close(fd);
-	if (n <= 0)
-		return -1;
+	if (err)
+		return err;
+	/* Nothing at all: the process went between the open and the read. */
+	if (!n)
+		return -ESRCH;
 	buf[n] = '\0';
-	return n;
+	return 0;
 }
 
 /*
@@ -189,7 +170,7 @@ static long parse_ids(const char *p, unsigned int *out, size_t max)
  * perfmapctl profile -j a). A Groups line the buffer cut is no groups
  * known: a number cut in two could be another group's.
  */
-uint64_t psnap_own_mnt_ns(void)
+uint64_t perfmap_prof__psnap_own_mnt_ns(void)
 {
 	return perfmap__ns_inode(0, "mnt");
 }
@@ -201,7 +182,7 @@ static void read_creds(struct psnap *s)
 	gid_t *groups;
 	long n;
 
-	if (read_proc(s->pid, "status", buf, sizeof(buf)) < 0)
+	if (read_proc(s->pid, "status", buf, sizeof(buf)))
 		return;
 	p = strstr(buf, "\nUid:");
 	n = p ? parse_ids(p + 5, uids, 4) : 0;
@@ -272,7 +253,7 @@ static void read_identity(struct psnap *s)
 		free(s->exe);
 		s->exe = strdup(buf);
 	}
-	if (read_proc(s->pid, "cgroup", buf, sizeof(buf)) < 0)
+	if (read_proc(s->pid, "cgroup", buf, sizeof(buf)))
 		return;
 	/* The unified hierarchy's line ("0::/path") where there is one, else the first line's path. */
 	p = !strncmp(buf, "0::", 3) ? buf : strstr(buf, "\n0::");
@@ -300,21 +281,22 @@ static void read_identity(struct psnap *s)
 	}
 }
 
-int psnap_read(struct psnap *s)
+int perfmap_prof__psnap_read(struct psnap *s)
 {
 	struct creds_seen before, after;
-	uint64_t ticks = 0;
+	struct perfmap_proc_stat st;
 	size_t len = 0, cap = 1 << 16;
 	char path[64], *buf, *nb;
 	int fd, err;
 	ssize_t n;
 
-	err = proc_stat_of(s->pid, &ticks, &s->ppid);
+	err = perfmap__proc_stat_read(s->pid, &st);
 	if (err)
 		return err;
-	if (s->start_ticks && ticks != s->start_ticks)
+	if (s->start_ticks && st.start_ticks != s->start_ticks)
 		return -ESRCH;  /* another process holds the pid now */
-	s->start_ticks = ticks;
+	s->start_ticks = st.start_ticks;
+	s->ppid = st.ppid;
 	/*
 	 * Its credentials before its mappings, and again after (read_identity()):
 	 * an exec between the two (a setuid binary's) must not lend the new
@@ -351,14 +333,15 @@ int psnap_read(struct psnap *s)
 	err = parse_maps(s, buf, len);
 	free(buf);
 	/* Read after it exited (a zombie has no mappings), or another process by now: not its own. */
-	if (!err && (!s->n || proc_stat_of(s->pid, &ticks, NULL) || ticks != s->start_ticks)) {
+	if (!err && (!s->n || perfmap__proc_stat_read(s->pid, &st) ||
+		     st.start_ticks != s->start_ticks)) {
 		vmas_clear(s);
 		return -ESRCH;
 	}
 	if (!err) {
 		s->read = true;
 		/* Its own mappings now: the parent's are no longer its. */
-		psnap_set_parent(s, NULL);
+		perfmap_prof__psnap_set_parent(s, NULL);
 		read_identity(s);
 		after = creds_seen(s);
 		if (!same_creds(&before, &after))
@@ -367,7 +350,7 @@ int psnap_read(struct psnap *s)
 	return err;
 }
 
-const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr)
+const struct psnap_vma *perfmap_prof__psnap_find_vma(const struct psnap *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->n, mid;
 
@@ -386,14 +369,14 @@ const struct psnap_vma *psnap_find_vma(const struct psnap *s, uint64_t addr)
 static void psnap_free(struct psnap *s)
 {
 	vmas_clear(s);
-	jitmap_free(s->jit);
+	perfmap_prof__jitmap_free(s->jit);
 	free(s->exe);
 	free(s->cgroup);
 	free(s->groups);
 	free(s);
 }
 
-void psnap_set_parent(struct psnap *child, struct psnap *parent)
+void perfmap_prof__psnap_set_parent(struct psnap *child, struct psnap *parent)
 {
 	if (child->parent)
 		child->parent->unread_children--;
@@ -402,7 +385,7 @@ void psnap_set_parent(struct psnap *child, struct psnap *parent)
 		child->parent->unread_children++;
 }
 
-int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *bytes)
+int perfmap_prof__psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *bytes)
 {
 	struct psnap **pp, *s;
 
@@ -416,15 +399,15 @@ int psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_ticks, uint64_t *b
 			continue;
 		}
 		*pp = s->next;
-		*bytes += s->jit ? jitmap_bytes(s->jit) : 0;
-		psnap_set_parent(s, NULL);
+		*bytes += s->jit ? perfmap_prof__jitmap_bytes(s->jit) : 0;
+		perfmap_prof__psnap_set_parent(s, NULL);
 		psnap_free(s);
 		t->count--;
 	}
 	return 0;
 }
 
-void psnaps_free(struct psnaps *t)
+void perfmap_prof__psnaps_free(struct psnaps *t)
 {
 	struct psnap *s, *next;
 

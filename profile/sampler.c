@@ -164,7 +164,7 @@ static struct tracked *track(struct perfmap_profile *p, pid_t pid, uint64_t star
 	p->idx[i] = ++p->nt;
 	p->seen++;
 	/* Sampled, or about to be: its map is the agent's to keep until its stacks are named. */
-	agent_hold_add(p->hold, pid, start_ticks);
+	perfmap_prof__agent_hold_add(p->hold, pid, start_ticks);
 	return &p->t[p->nt - 1];
 }
 
@@ -190,14 +190,14 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
-	ticks = prof_ticks_of_ns(e->start_ns);
+	ticks = perfmap_prof__ticks_of_ns(e->start_ns);
 	/*
 	 * A child shares its parent's mappings: read now, before it can exec.
 	 * The whole host forks too often for that: a child is read once its
 	 * samples are seen (discover()), its parent's mappings naming it until.
 	 */
 	if (e->type == PROFILE_EV_FORK && p->all) {
-		symbolizer_forked(p->sym, (pid_t)e->tgid, ticks, (pid_t)e->ppid);
+		perfmap_prof__symbolizer_forked(p->sym, (pid_t)e->tgid, ticks, (pid_t)e->ppid);
 		return 0;
 	}
 	t = track(p, (pid_t)e->tgid, ticks);
@@ -205,14 +205,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	switch (e->type) {
 	case PROFILE_EV_FORK:
-		symbolizer_read(p->sym, t->pid, ticks, 0, (pid_t)e->ppid);
+		perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, 0, (pid_t)e->ppid);
 		t->next_ns = mono_ns() + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
 		break;
 	case PROFILE_EV_EXEC:
 		/* The new image's own mappings; the old image's stay for its samples. */
 		t->image = e->image;
-		symbolizer_read(p->sym, t->pid, ticks, e->image, 0);
+		perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, e->image, 0);
 		/* The loader maps its libraries after the exec: read again soon. */
 		t->next_ns = mono_ns() + REREAD_FIRST_NS;
 		t->every_ns = REREAD_FIRST_NS;
@@ -220,7 +220,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	case PROFILE_EV_EXIT:
 		/* Its map, read now while perfmapd keeps it at its path, stays until the report. */
 		if (p->keep_maps)
-			symbolizer_keep_map(p->sym, t->pid, ticks);
+			perfmap_prof__symbolizer_keep_map(p->sym, t->pid, ticks);
 		mark_gone(p, t);
 		break;
 	}
@@ -235,10 +235,12 @@ static void reread(struct perfmap_profile *p)
 
 	for (size_t i = 0; i < p->nt; i++) {
 		struct tracked *t = &p->t[i];
+		int err;
 
 		if (t->gone || !t->next_ns || now < t->next_ns)
 			continue;
-		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH) {
+		err = perfmap_prof__symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0);
+		if (err == -ESRCH) {
 			mark_gone(p, t);
 			continue;
 		}
@@ -289,19 +291,19 @@ static int open_cpus(struct perfmap_profile *p, uint64_t interval_ms)
 static int add_targets(struct perfmap_profile *p, const pid_t *pids, size_t n)
 {
 	int fd = bpf_map__fd(p->skel->maps.targets), err;
-	uint64_t ticks;
+	struct perfmap_proc_stat st;
 	__u8 one = 1;
 
 	for (size_t i = 0; i < n; i++) {
 		__u32 key = (__u32)pids[i];
 
-		err = proc_stat_of(pids[i], &ticks, NULL);
+		err = perfmap__proc_stat_read(pids[i], &st);
 		if (err)
 			return err;
 		if (bpf_map_update_elem(fd, &key, &one, BPF_ANY))
 			return -errno;
-		symbolizer_read(p->sym, pids[i], ticks, 0, 0);
-		if (!track(p, pids[i], ticks))
+		perfmap_prof__symbolizer_read(p->sym, pids[i], st.start_ticks, 0, 0);
+		if (!track(p, pids[i], st.start_ticks))
 			return -ENOMEM;
 		p->t[p->nt - 1].next_ns = mono_ns() + REREAD_EVERY_NS;
 		p->t[p->nt - 1].every_ns = REREAD_EVERY_NS;
@@ -320,23 +322,23 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 
 	err = parse_mode(mode, &interval_ms);
 	if (err)
-		goto fail;
+		goto stop_profile;
 	err = -EINVAL;
 	/* The options as far as the caller's size of them goes: a later field it lacks is 0. */
 	if (!opts || opts->sz < offsetof(struct perfmap_profile_opts, map_dir) || !cb ||
 	    (!opts->all && !opts->npids))
-		goto fail;
+		goto stop_profile;
 	err = -ENOMEM;
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		goto fail;
+		goto stop_profile;
 	p->cb = cb;
 	p->data = data;
 	p->all = opts->all;
 	p->keep_maps = !opts->no_keep_maps;
 	/* No agent there is no error: maps are read as perf reads them. */
 	if (opts->sz > offsetof(struct perfmap_profile_opts, hold_socket) && opts->hold_socket)
-		agent_hold_open(opts->hold_socket, &p->hold);
+		perfmap_prof__agent_hold_open(opts->hold_socket, &p->hold);
 	so.map_dir = opts->map_dir;
 	so.archive_dir = opts->archive_dir;
 	so.states_file = opts->states_file;
@@ -346,14 +348,14 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	p->ips = calloc(PROFILE_KDEPTH + PROFILE_DEPTH, sizeof(uint64_t));
 	if (!p->sym) {
 		err = -errno;
-		goto fail;
+		goto stop_profile;
 	}
 	if (!p->key || !p->next || !p->ips)
-		goto fail;
+		goto stop_profile;
 	p->skel = profile_bpf__open();
 	if (!p->skel) {
 		err = -errno;
-		goto fail;
+		goto stop_profile;
 	}
 	max = opts->max_stacks ? opts->max_stacks : STACKS_DEFAULT;
 	p->skel->rodata->all_tasks = opts->all;
@@ -362,23 +364,23 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	bpf_map__set_max_entries(p->skel->maps.counts1, max);
 	err = profile_bpf__load(p->skel);
 	if (err)
-		goto fail;
+		goto stop_profile;
 	err = add_targets(p, opts->pids, opts->all ? 0 : opts->npids);
 	if (err)
-		goto fail;
+		goto stop_profile;
 	err = profile_bpf__attach(p->skel);
 	if (err)
-		goto fail;
+		goto stop_profile;
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
 	if (!p->rb) {
 		err = -errno;
-		goto fail;
+		goto stop_profile;
 	}
 	err = open_cpus(p, interval_ms);
 	if (err)
-		goto fail;
+		goto stop_profile;
 	return p;
-fail:
+stop_profile:
 	if (p)
 		p->cb = NULL;  /* nothing is handed out of a start that failed */
 	perfmap_profile_stop(p);
@@ -416,14 +418,14 @@ static void discover(struct perfmap_profile *p)
 		key = next;
 		next = tmp;
 		prev = key;
-		ticks = prof_ticks_of_ns(key->start_ns);
+		ticks = perfmap_prof__ticks_of_ns(key->start_ns);
 		if (tracked_find(p, (pid_t)key->tgid, ticks))
 			continue;
 		t = track(p, (pid_t)key->tgid, ticks);
 		if (!t)
 			return;
 		t->image = key->image;
-		if (symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH)
+		if (perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH)
 			mark_gone(p, t);
 		t->next_ns = now + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
@@ -439,7 +441,7 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	n = ring_buffer__poll(p->rb, timeout_ms);
 	reread(p);
 	discover(p);
-	agent_hold_flush(p->hold);
+	perfmap_prof__agent_hold_flush(p->hold);
 	return n < 0 && n != -EINTR ? n : 0;
 }
 
@@ -452,7 +454,7 @@ static void forget_gone(struct perfmap_profile *p)
 {
 	size_t kept = 0, *idx;
 
-	agent_hold_flush(p->hold);
+	perfmap_prof__agent_hold_flush(p->hold);
 	if (!p->idx_cap)
 		return;
 	/* The new index first: without memory nothing is forgotten now, and a later flush does it. */
@@ -468,17 +470,17 @@ static void forget_gone(struct perfmap_profile *p)
 		 * waits for them.
 		 */
 		if (!t->gone || t->gone_turn == p->period ||
-		    symbolizer_forget(p->sym, t->pid, t->start_ticks) == -EBUSY) {
+		    perfmap_prof__symbolizer_forget(p->sym, t->pid, t->start_ticks) == -EBUSY) {
 			p->t[kept++] = *t;
 			continue;
 		}
-		agent_hold_release(p->hold, t->pid, t->start_ticks);
+		perfmap_prof__agent_hold_release(p->hold, t->pid, t->start_ticks);
 	}
 	p->nt = kept;
 	index_fill(p, idx, p->idx_cap);
 	free(p->idx);
 	p->idx = idx;
-	agent_hold_flush(p->hold);
+	perfmap_prof__agent_hold_flush(p->hold);
 }
 
 /* Every stack counted in @cfd to the callback; the counts cleared when @clear. */
@@ -491,21 +493,23 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 	uint64_t count;
 
 	ring_buffer__consume(p->rb);
-	agent_hold_flush(p->hold);
+	perfmap_prof__agent_hold_flush(p->hold);
 	/* The latest mappings of each process still there: JIT code made since the last read. */
 	while (!bpf_map_get_next_key(cfd, prev, next)) {
 		struct tracked *t;
+		int err;
 
 		tmp = key;
 		key = next;
 		next = tmp;
 		prev = key;
-		t = track(p, (pid_t)key->tgid, prof_ticks_of_ns(key->start_ns));
+		t = track(p, (pid_t)key->tgid, perfmap_prof__ticks_of_ns(key->start_ns));
 		/* Only the image that runs now can be read. */
 		if (!t || t->gone || t->final_read == p->flushes + 1 || key->image != t->image)
 			continue;
 		t->final_read = p->flushes + 1;
-		if (symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0) == -ESRCH)
+		err = perfmap_prof__symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0);
+		if (err == -ESRCH)
 			mark_gone(p, t);
 	}
 	p->flushes++;
@@ -536,7 +540,8 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 		memcpy(comm, key->comm, PROFILE_COMM_LEN);
 		comm[PROFILE_COMM_LEN] = '\0';
 		st = (struct perfmap_profile_stack){
-			.pid = (pid_t)key->tgid, .start_ticks = prof_ticks_of_ns(key->start_ns),
+			.pid = (pid_t)key->tgid,
+			.start_ticks = perfmap_prof__ticks_of_ns(key->start_ns),
 			.image = key->image, .comm = comm, .ips = p->ips, .nips = nk + nu, .nkernel = nk, .samples = count,
 		};
 		p->stats.samples += count;
@@ -575,7 +580,7 @@ void perfmap_profile_stats(const struct perfmap_profile *p, struct perfmap_profi
 	}
 	st->processes = p->seen;
 	st->tracked = p->nt;
-	agent_hold_stats(p->hold, &st->held, &st->holds_dropped, &st->agent_holds);
+	perfmap_prof__agent_hold_stats(p->hold, &st->held, &st->holds_dropped, &st->agent_holds);
 }
 
 struct perfmap_symbolizer *perfmap_profile_symbolizer(struct perfmap_profile *p)
@@ -623,7 +628,7 @@ int perfmap_profile_stop(struct perfmap_profile *p)
 	profile_bpf__destroy(p->skel);
 	perfmap_symbolizer_free(p->sym);
 	/* The stacks are named: the connection's end releases every hold. */
-	agent_hold_free(p->hold);
+	perfmap_prof__agent_hold_free(p->hold);
 	free(p->t);
 	free(p->idx);
 	free(p->key);

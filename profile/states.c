@@ -98,7 +98,7 @@ static int parse(struct states *s, char *text)
 	return 0;
 }
 
-struct states *states_load(const char *path, int *err)
+struct states *perfmap_prof__states_load(const char *path, int *err)
 {
 	struct states *s = calloc(1, sizeof(*s));
 	size_t len = 0;
@@ -114,7 +114,7 @@ struct states *states_load(const char *path, int *err)
 	f = fopen(path, "re");
 	if (!f) {
 		*err = -errno;
-		goto fail;
+		goto free_states;
 	}
 	s->text = calloc(1, 1 << 20);
 	if (s->text)
@@ -122,19 +122,19 @@ struct states *states_load(const char *path, int *err)
 	fclose(f);
 	if (!s->text) {
 		*err = -ENOMEM;
-		goto fail;
+		goto free_states;
 	}
 	s->text[len] = '\0';
 	*err = parse(s, s->text);
 	if (*err)
-		goto fail;
+		goto free_states;
 	return s;
-fail:
-	states_free(s);
+free_states:
+	perfmap_prof__states_free(s);
 	return NULL;
 }
 
-char states_of(const struct states *s, const char *name)
+char perfmap_prof__states_of(const struct states *s, const char *name)
 {
 	size_t i;
 
@@ -149,7 +149,7 @@ char states_of(const struct states *s, const char *name)
 	return 0;
 }
 
-void states_free(struct states *s)
+void perfmap_prof__states_free(struct states *s)
 {
 	if (!s)
 		return;

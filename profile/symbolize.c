@@ -17,7 +17,7 @@
 
 #define KERNEL_MIN 0xffff800000000000ull   /* x86-64 and arm64: the kernel's half */
 
-uint64_t prof_ticks_of_ns(uint64_t ns)
+uint64_t perfmap_prof__ticks_of_ns(uint64_t ns)
 {
 	static uint64_t ns_per_tick;
 
@@ -29,9 +29,15 @@ uint64_t prof_ticks_of_ns(uint64_t ns)
 	return ns / ns_per_tick;
 }
 
+/* @str kept for the symbolizer's life, once per content; NULL without memory. */
+static const char *intern(struct perfmap_symbolizer *s, const char *str)
+{
+	return perfmap__strtab_intern(&s->strings, str);
+}
+
 static const char *intern_cb(void *ctx, const char *str)
 {
-	return symbolizer_intern(ctx, str);
+	return intern(ctx, str);
 }
 
 struct perfmap_symbolizer *perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts)
@@ -41,21 +47,21 @@ struct perfmap_symbolizer *perfmap_symbolizer_new(const struct perfmap_symbolize
 	int err = -ENOMEM;
 
 	if (!s)
-		goto fail;
+		goto free_symbolizer;
 	snprintf(s->map_dir, sizeof(s->map_dir), "%s",
 		 opts && opts->map_dir ? opts->map_dir : "/tmp");
 	snprintf(s->archive_dir, sizeof(s->archive_dir), "%s",
 		 opts && opts->archive_dir ? opts->archive_dir : "/var/lib/perfmapd/archive");
 	if (opts && opts->sz >= offsetof(struct perfmap_symbolizer_opts, states_file) + sizeof(char *))
 		states_file = opts->states_file;
-	s->elf = elfsyms_new(intern_cb, s);
+	s->elf = perfmap_prof__elfsyms_new(intern_cb, s);
 	if (!s->elf)
-		goto fail;
-	s->states = states_load(states_file, &err);
+		goto free_symbolizer;
+	s->states = perfmap_prof__states_load(states_file, &err);
 	if (!s->states)
-		goto fail;
+		goto free_symbolizer;
 	return s;
-fail:
+free_symbolizer:
 	perfmap_symbolizer_free(s);
 	errno = -err;
 	return NULL;
@@ -68,27 +74,32 @@ fail:
  */
 static void forked(struct perfmap_symbolizer *s, struct psnap *ps, pid_t ppid)
 {
+	struct psnap *parent;
+
 	ps->ppid = ppid;
 	ps->forked = true;
-	if (!ps->read)
-		psnap_set_parent(ps, psnaps_find(&s->procs, ppid, 0, PSNAP_LATEST));
+	if (ps->read)
+		return;
+	parent = perfmap_prof__psnaps_find(&s->procs, ppid, 0, PSNAP_LATEST);
+	perfmap_prof__psnap_set_parent(ps, parent);
 }
 
-int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, uint32_t image,
-		    pid_t ppid)
+int perfmap_prof__symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				  uint32_t image, pid_t ppid)
 {
-	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks, image);
+	struct psnap *ps = perfmap_prof__psnaps_get(&s->procs, pid, start_ticks, image);
 
 	if (!ps)
 		return -ENOMEM;
 	if (ppid)
 		forked(s, ps, ppid);
-	return psnap_read(ps);
+	return perfmap_prof__psnap_read(ps);
 }
 
-int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, pid_t ppid)
+int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				    pid_t ppid)
 {
-	struct psnap *ps = psnaps_get(&s->procs, pid, start_ticks, 0);
+	struct psnap *ps = perfmap_prof__psnaps_get(&s->procs, pid, start_ticks, 0);
 
 	if (!ps)
 		return -ENOMEM;
@@ -99,15 +110,15 @@ int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ti
 int perfmap_symbolizer_add_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				   pid_t ppid)
 {
-	return symbolizer_read(s, pid, start_ticks, PSNAP_LATEST, ppid);
+	return perfmap_prof__symbolizer_read(s, pid, start_ticks, PSNAP_LATEST, ppid);
 }
 
 void perfmap_symbolizer_exec(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 
 	/* A new image, read now; the old one's mappings stay for its samples. */
-	symbolizer_read(s, pid, start_ticks, ps ? ps->image + 1 : 1, 0);
+	perfmap_prof__symbolizer_read(s, pid, start_ticks, ps ? ps->image + 1 : 1, 0);
 }
 
 /* The mappings to look @ps's addresses up in: its own, or its parent's until it exec'd. */
@@ -119,7 +130,9 @@ static const struct psnap *mappings_of(struct perfmap_symbolizer *s, struct psna
 		return ps;
 	if (!ps->forked || !ps->ppid)
 		return NULL;
-	parent = ps->parent ? ps->parent : psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
+	parent = ps->parent;
+	if (!parent)
+		parent = perfmap_prof__psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
 	return parent && parent->read ? parent : NULL;
 }
 
@@ -154,61 +167,18 @@ static const char *jit_file(struct perfmap_symbolizer *s, const char *name, int 
 		return NULL;
 	memcpy(s->jitfile, p, n);
 	s->jitfile[n] = '\0';
-	return symbolizer_intern(s, s->jitfile);
-}
-
-static size_t str_hash(const char *str)
-{
-	size_t h = 5381;
-
-	while (*str)
-		h = h * 33 + (unsigned char)*str++;
-	return h;
-}
-
-const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str)
-{
-	char **old = s->strings;
-	size_t i, oldcap = s->strings_cap;
-
-	if (2 * (s->nstrings + 1) > s->strings_cap) {
-		s->strings_cap = s->strings_cap ? s->strings_cap * 2 : 256;
-		s->strings = calloc(s->strings_cap, sizeof(*s->strings));
-		if (!s->strings) {
-			s->strings = old;
-			s->strings_cap = oldcap;
-			return NULL;
-		}
-		for (i = 0; i < oldcap; i++) {
-			size_t k;
-
-			if (!old[i])
-				continue;
-			for (k = str_hash(old[i]) % s->strings_cap; s->strings[k];
-			     k = (k + 1) % s->strings_cap)
-				;
-			s->strings[k] = old[i];
-		}
-		free(old);
-	}
-	for (i = str_hash(str) % s->strings_cap; s->strings[i]; i = (i + 1) % s->strings_cap)
-		if (!strcmp(s->strings[i], str))
-			return s->strings[i];
-	s->strings[i] = strdup(str);
-	if (s->strings[i])
-		s->nstrings++;
-	return s->strings[i];
+	return intern(s, s->jitfile);
 }
 
 static int lookup_kernel(struct perfmap_symbolizer *s, uint64_t addr, struct perfmap_symbol *out)
 {
 	if (!s->ks_tried) {
-		s->ks = kallsyms_load();
+		s->ks = perfmap_prof__kallsyms_load();
 		s->ks_tried = true;
 	}
 	out->state = PERFMAP_STATE_KERNEL;
 	out->module = "[kernel]";
-	out->name = kallsyms_find(s->ks, addr, &out->offset, &out->module);
+	out->name = perfmap_prof__kallsyms_find(s->ks, addr, &out->offset, &out->module);
 	if (!out->name) {
 		out->offset = addr;
 		return -ENOENT;
@@ -229,9 +199,10 @@ static void load_jit(struct perfmap_symbolizer *s, struct psnap *ps, const struc
 	/* Maps held are bounded in all: past it a process's JIT code goes unnamed. */
 	if (!who || !who->uid_known || s->map_bytes >= MAPS_MAX_BYTES)
 		return;
-	ps->jit = jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks, who->uid);
+	ps->jit = perfmap_prof__jitmap_load(s->map_dir, s->archive_dir, ps->pid, ps->start_ticks,
+					    who->uid);
 	if (ps->jit)
-		s->map_bytes += jitmap_bytes(ps->jit);
+		s->map_bytes += perfmap_prof__jitmap_bytes(ps->jit);
 }
 
 static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap *maps,
@@ -240,16 +211,16 @@ static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const str
 	if (!ps->jit_tried)
 		load_jit(s, ps, maps);
 	/* Interned: the mapping's own string goes with the next read of the process. */
-	out->module = v->path ? symbolizer_intern(s, v->path) : "[anon]";
+	out->module = v->path ? intern(s, v->path) : "[anon]";
 	if (!out->module)
 		out->module = "[anon]";
 	out->offset = addr - v->lo;
-	out->name = ps->jit ? jitmap_lookup(ps->jit, addr, &out->offset) : NULL;
+	out->name = ps->jit ? perfmap_prof__jitmap_lookup(ps->jit, addr, &out->offset) : NULL;
 	if (!out->name) {
 		out->state = PERFMAP_STATE_UNNAMED;
 		return -ENOENT;
 	}
-	out->module = jitmap_path(ps->jit);
+	out->module = perfmap_prof__jitmap_path(ps->jit);
 	out->state = PERFMAP_STATE_JIT;
 	out->file = jit_file(s, out->name, &out->line);
 	return 0;
@@ -264,7 +235,7 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 	char st;
 	int err;
 
-	out->module = symbolizer_intern(s, v->path);
+	out->module = intern(s, v->path);
 	if (!out->module)
 		out->module = "[unknown]";
 	out->offset = file_off;
@@ -273,13 +244,13 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 	if (snprintf(open_path, sizeof(open_path), "/proc/%d/root%s", (int)owner->pid, v->path) >=
 		    (int)sizeof(open_path) || access(open_path, R_OK))
 		snprintf(open_path, sizeof(open_path), "%s", v->path);
-	err = elfsyms_lookup(s->elf, v, open_path, file_off, &out->name, &out->offset,
+	err = perfmap_prof__elfsyms_lookup(s->elf, v, open_path, file_off, &out->name, &out->offset,
 			     &out->file, &comp_dir, &out->line);
 	/* A file name relative to where it was built: the whole path, for l's p and for a and A. */
 	if (out->file && comp_dir &&
 	    snprintf(open_path, sizeof(open_path), "%s/%s", comp_dir, out->file) < (int)sizeof(open_path))
-		out->file = symbolizer_intern(s, open_path);
-	st = states_of(s->states, out->name);
+		out->file = intern(s, open_path);
+	st = perfmap_prof__states_of(s->states, out->name);
 	if (st)
 		out->state = st;
 	return err ? err : out->name ? 0 : -ENOENT;
@@ -302,23 +273,23 @@ int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uin
 					.state = PERFMAP_STATE_UNKNOWN };
 	if (addr >= KERNEL_MIN)
 		return lookup_kernel(s, addr, out);
-	ps = psnaps_find(&s->procs, pid, start_ticks, image);
+	ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, image);
 	if (!ps && image != PSNAP_LATEST && image)
-		ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+		ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 	if (!ps || (!ps->read && !ps->forked)) {
 		/* Not seen yet: read it now, if it is still that process. */
-		ps = psnaps_get(&s->procs, pid, start_ticks, image);
+		ps = perfmap_prof__psnaps_get(&s->procs, pid, start_ticks, image);
 		if (!ps)
 			return -ENOMEM;
-		psnap_read(ps);
+		perfmap_prof__psnap_read(ps);
 	}
 	maps = mappings_of(s, ps);
-	v = maps ? psnap_find_vma(maps, addr) : NULL;
+	v = maps ? perfmap_prof__psnap_find_vma(maps, addr) : NULL;
 	if (!v)
 		return -ENOENT;
 	if (v->kind == PERFMAP_VMA_SPECIAL && v->path) {
 		/* [vdso], [vsyscall]: the kernel's code in user space, no file to read. */
-		out->module = symbolizer_intern(s, v->path);
+		out->module = intern(s, v->path);
 		out->offset = addr - v->lo;
 		out->state = PERFMAP_STATE_NATIVE;
 		return -ENOENT;
@@ -337,9 +308,9 @@ static bool runs_jit_code(const struct psnap *ps)
 	return false;
 }
 
-int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+int perfmap_prof__symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 	const struct psnap *maps;
 
 	if (!ps || ps->jit_tried)
@@ -353,10 +324,10 @@ int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_
 	return ps->jit ? 0 : -ENOENT;
 }
 
-int symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+int perfmap_prof__symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
 {
 	uint64_t freed = 0;
-	int err = psnaps_forget(&s->procs, pid, start_ticks, &freed);
+	int err = perfmap_prof__psnaps_forget(&s->procs, pid, start_ticks, &freed);
 
 	s->map_bytes -= freed < s->map_bytes ? freed : s->map_bytes;
 	return err;
@@ -365,14 +336,16 @@ int symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ti
 int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			       struct perfmap_process *out)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
 
 	*out = (struct perfmap_process){ 0 };
 	if (!ps)
 		return -ENOENT;
 	/* A forked child never read is its parent, as far as these go. */
 	if (!ps->exe && !ps->cgroup && ps->forked && ps->ppid) {
-		struct psnap *parent = psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
+		struct psnap *parent;
+
+		parent = perfmap_prof__psnaps_find(&s->procs, ps->ppid, 0, PSNAP_LATEST);
 
 		if (parent)
 			ps = parent;
@@ -387,7 +360,7 @@ int perfmap_symbolizer_process(struct perfmap_symbolizer *s, pid_t pid, uint64_t
 int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 			     uint32_t image, struct perfmap_creds *out)
 {
-	struct psnap *ps = psnaps_find(&s->procs, pid, start_ticks, image);
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, image);
 	const struct psnap *who;
 
 	*out = (struct perfmap_creds){ 0 };
@@ -400,7 +373,7 @@ int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, pid_t pid, uint64_t s
 	out->gid = who->fsgid;
 	out->ngroups = who->ngroups;
 	out->groups = who->groups;
-	out->own_mount_ns = who->mnt_ns == psnap_own_mnt_ns();
+	out->own_mount_ns = who->mnt_ns == perfmap_prof__psnap_own_mnt_ns();
 	return 0;
 }
 
@@ -408,13 +381,11 @@ void perfmap_symbolizer_free(struct perfmap_symbolizer *s)
 {
 	if (!s)
 		return;
-	psnaps_free(&s->procs);
-	kallsyms_free(s->ks);
-	elfsyms_free(s->elf);
-	states_free(s->states);
-	for (size_t i = 0; i < s->strings_cap; i++)
-		free(s->strings[i]);
-	free(s->strings);
+	perfmap_prof__psnaps_free(&s->procs);
+	perfmap_prof__kallsyms_free(s->ks);
+	perfmap_prof__elfsyms_free(s->elf);
+	perfmap_prof__states_free(s->states);
+	perfmap__strtab_release(&s->strings);
 	free(s->dump);
 	free(s);
 }

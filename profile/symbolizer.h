@@ -15,16 +15,15 @@ struct perfmap_symbolizer {
 	struct elfsyms *elf;
 	struct states *states;
 	char jitfile[PATH_MAX];    /* the last JIT name's file, before it is interned */
-	char **strings;            /* interned: open addressing by content */
-	size_t nstrings, strings_cap;
+	struct perfmap_strtab strings;  /* interned: what the names it gives point at */
 	uint64_t map_bytes;        /* of the perf maps it holds */
 	char *dump;                /* perfmap_profile_dumpstack()'s text */
 	size_t dump_cap;
 };
 
 /* Read (@pid, @start_ticks)'s image @image (PSNAP_LATEST: the latest) now; @ppid: its parent, for a fork. */
-PROF_HIDDEN int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
-				uint32_t image, pid_t ppid);
+PROF_HIDDEN int perfmap_prof__symbolizer_read(struct perfmap_symbolizer *s, pid_t pid,
+					      uint64_t start_ticks, uint32_t image, pid_t ppid);
 /* The perf maps held, in all: past this much a process's JIT code goes unnamed. */
 #define MAPS_MAX_BYTES (1ull << 30)
 
@@ -34,18 +33,18 @@ PROF_HIDDEN int symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_
  * that neither the end of the retention nor the archive's quota takes its
  * names. 0, -ENOENT (no map), -ENOSPC (MAPS_MAX_BYTES reached).
  */
-PROF_HIDDEN int symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
+PROF_HIDDEN int perfmap_prof__symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid,
+						  uint64_t start_ticks);
 /* A fork seen, its child not read (-a: its parent's mappings name it until it is sampled). */
-PROF_HIDDEN int symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
-				  pid_t ppid);
+PROF_HIDDEN int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid,
+						uint64_t start_ticks, pid_t ppid);
 /*
  * (@pid, @start_ticks) is gone and its stacks named: what was read of it is
  * freed (a profile that runs for days keeps only the processes it may still
  * have to name). -EBUSY, nothing freed, while a forked child not read yet
  * names its code with its mappings.
  */
-PROF_HIDDEN int symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks);
-/* @str kept for the symbolizer's life, once per content; NULL without memory. */
-PROF_HIDDEN const char *symbolizer_intern(struct perfmap_symbolizer *s, const char *str);
+PROF_HIDDEN int perfmap_prof__symbolizer_forget(struct perfmap_symbolizer *s, pid_t pid,
+						uint64_t start_ticks);
 
 #endif /* PERFMAP_PROFILE_SYMBOLIZER_H */

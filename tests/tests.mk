@@ -2,18 +2,21 @@
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
 	mapwatch policy retention archive copier log nsroot creds subids procmaps correlate metrics config \
-	profile_report
+	profile_report procstat strtab report
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
 TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ibpf -Ictl
 # A test is compiled and linked in one go: its headers are named here, not by -MMD.
 TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
-TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/*.h agent/*.h ctl/*.h tests/unit/*.h)
+TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/include/*.def perfmap/*.h agent/*/*.h ctl/*.h tests/unit/*.h)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
-# The agent's test programs; defined before the rules whose prerequisites expand at once.
+# The agent's and the profiler's test programs; defined before the rules whose
+# prerequisites expand at once (bench and bench-profile come before the tests').
 AGENT_TEST_BINS := $(O)/tests/forkjit $(O)/tests/pidat $(O)/tests/jitdoc
+# splitjit, the profiler's test JIT, and stackgen, many distinct stacks.
+PROFILE_TEST_BINS := $(O)/tests/splitjit $(O)/bench/stackgen
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
 # the map reader, the /proc parsers, a map's tail reader, the maps parser,
 # the BPF event decoder, the perf mmap record decoder,
@@ -33,17 +36,40 @@ ASAN_AGENT_ROOM_LIBS := $(AGENT_ROOMS_DOWN:%=$(O)/asan-agent/agent/lib%.a)
 # Kept: they are rebuilt only when a room's object changes.
 .SECONDARY: $(AGENT_ROOM_LIBS) $(ASAN_AGENT_ROOM_LIBS)
 UNIT_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS)
-TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c
+TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c ctl/profile_view.c
+# The other tests link no extra sources; defined, so that their rules' $(TEST_AGENT_$*) is.
+$(foreach t,$(UNIT_TESTS),$(eval TEST_AGENT_$(t) ?=))
 
 # deps first, alone: the rest needs what it installs.
 test:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory test-all
 
-test-all: all unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
+test-all: all layering-test unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
 	security-test container-test agent-test-asan container-test-asan faults-test \
-	unit-file-test k8s-test image-test profile-test profile-test-asan
+	unit-file-test k8s-test image-test profile-test profile-test-asan make-warnings-test symbols-test
 	@echo "test: all passed"
+
+# make expands a rule's targets and prerequisites as it reads it: a variable named
+# before it is defined is empty there, and what it names is silently not built
+# (bench-profile once ran without its workload). make -n over the test and bench
+# targets, in an O= that holds nothing (so every rule's recipe is expanded), must
+# not warn of an undefined variable. The inner run leaves this check out: -n runs
+# every line that names $(MAKE), and test-all names it.
+MAKE_WARNINGS_GOALS := test bench fuzz install uninstall image run
+MAKE_WARNINGS_INNER ?=
+make-warnings-test:
+ifeq ($(MAKE_WARNINGS_INNER),)
+	@d=$(O)/make-warnings; rm -rf "$$d"; mkdir -p "$$d"; \
+	$(MAKE) --no-print-directory -n --warn-undefined-variables O="$$d/o" MAKE_WARNINGS_INNER=1 \
+		$(MAKE_WARNINGS_GOALS) >"$$d/log" 2>&1 || \
+		{ tail -20 "$$d/log"; echo "make-warnings-test: make -n $(MAKE_WARNINGS_GOALS) failed"; exit 1; }; \
+	if grep 'warning: undefined variable' "$$d/log" | sort -u | grep .; then \
+		echo "make-warnings-test: a variable is used before it is defined (give it a default with ?=, or move it up)"; \
+		exit 1; \
+	fi; \
+	echo "make-warnings-test: ok, $$(wc -l <"$$d/log") lines of make -n $(MAKE_WARNINGS_GOALS), no undefined variable"
+endif
 
 .SECONDEXPANSION:
 $(O)/agent/lib%.a: $$(addprefix $(O)/obj/,$$(addsuffix .o,$$(basename $$(wildcard agent/$$*/*.c))))
@@ -88,7 +114,7 @@ clang-build:
 # What each fuzz target links besides itself: the pure parsers, no system calls driven.
 FUZZ_LINK_reader := $(LIB_SRCS)
 FUZZ_LINK_procfs := agent/lib/procfs.c agent/mirror/container.c agent/lib/creds.c agent/lib/subids.c agent/lib/log.c \
-	perfmap/fsids.c
+	perfmap/fsids.c perfmap/procstat.c
 FUZZ_LINK_mappings := agent/in/mappings.c agent/lib/procfs.c $(LIB_SRCS)
 FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/in/evrecord.c agent/lib/log.c
@@ -114,8 +140,7 @@ ASAN_AGENT := $(O)/asan-agent
 ASAN_AGENT_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(AGENTD_SRCS) $(LIB_SRCS))
 ASAN_CTL_OBJS := $(patsubst %.c,$(ASAN_AGENT)/obj/%.o,$(CTL_SRCS) $(PROF_SRCS) $(LIB_SRCS))
 ASAN_AGENT_BINS := $(ASAN_AGENT)/perfmapd $(ASAN_AGENT)/perfmapctl \
-	$(AGENT_TEST_BINS:$(O)/tests/%=$(ASAN_AGENT)/tests/%) $(ASAN_AGENT)/tests/splitjit \
-	$(ASAN_AGENT)/bench/stackgen
+	$(AGENT_TEST_BINS:$(O)/tests/%=$(ASAN_AGENT)/tests/%) $(PROFILE_TEST_BINS:$(O)/%=$(ASAN_AGENT)/%)
 ASAN_AGENT_CFLAGS := $(BASE_CFLAGS) $(SAN_FLAGS) -O1 -g
 
 $(ASAN_AGENT)/obj/agent/%.o: agent/%.c $(BPF_SKEL)
@@ -164,9 +189,26 @@ asan-agent: $(ASAN_AGENT_BINS)
 install-test: all
 	@sh tests/install/run.sh $(O)
 
-# The man pages: rendered by man -l without a warning, naming every option and command.
-man-test: all
+# Every global symbol of libperfmap.a and libperfmap-profile.a carries its library's prefix (nm).
+.PHONY: symbols-test
+symbols-test: lib
+	@sh tests/install/symbols.sh $(O)
+
+# The man pages: rendered by man -l without a warning, naming every option and command,
+# and every status key (counters-test).
+man-test: all counters-test
 	@sh tests/install/man.sh $(O)
+
+# The counter table (perfmap/include/perfmapd_counters.def) in the docs: docs-counters writes
+# docs/agent.md's tables and perfmapctl.8's list from it; counters-test fails when they are
+# stale, or when the docs, the man pages or deploy/ name a status key or metric it lacks.
+docs-counters:
+	@python3 scripts/counters_doc.py .
+
+counters-test:
+	@python3 scripts/counters_doc.py --check .
+
+.PHONY: docs-counters counters-test
 
 BENCH_BIN := $(O)/bench/bench_writer
 
@@ -221,6 +263,14 @@ bench-execmap: all $(LOADGEN)
 	bash tests/bench/execmap_bench.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
+# Each suite's scenarios, all when empty: AGENT_TESTS="fork_perf fork_storm" picks some.
+AGENT_TESTS ?=
+AGENT_TESTS_ASAN ?=
+DOCTOR_TESTS ?=
+SECURITY_TESTS ?=
+CONTAINER_TESTS ?=
+PROFILE_TESTS ?=
+FAULT_TESTS ?=
 
 $(O)/tests/%: tests/agent/%.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
@@ -242,10 +292,9 @@ security-test: all $(AGENT_TEST_BINS) $(LOADGEN)
 # directory holding a statically linked test JIT, and unshare(1) namespaces; root.
 CONTAINER_TEST_BINS := $(O)/tests/forkjit-static
 
-# perfmapctl profile against real processes (root, BPF): the test JIT splitjit,
-# built with frame pointers, as a profiled program's native frames need.
-PROFILE_TEST_BINS := $(O)/tests/splitjit $(O)/bench/stackgen
-
+# perfmapctl profile against real processes (root, BPF): the test JIT splitjit
+# (PROFILE_TEST_BINS, above), built with frame pointers, as a profiled program's
+# native frames need.
 $(O)/tests/splitjit: tests/profile/splitjit.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
@@ -289,7 +338,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: unit-file-test k8s-test image-test npm-deps
+.PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test
 .PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap bench-profile
 
@@ -337,3 +386,5 @@ image: all
 	deploy/container/stage.sh $(O) $(O)/image-root
 	podman build -f deploy/container/Containerfile -t localhost/perfmapd:latest $(O)/image-root
 .PHONY: image
+
+include tests/layering/layering.mk

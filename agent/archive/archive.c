@@ -115,16 +115,9 @@ void archive__stats(struct archive *ar, struct archive_stats *out)
 {
 	const struct archive_stats *s = &ar->stats;
 
-	out->archived = __atomic_load_n(&s->archived, __ATOMIC_RELAXED);
-	out->evicted = __atomic_load_n(&s->evicted, __ATOMIC_RELAXED);
-	out->failed = __atomic_load_n(&s->failed, __ATOMIC_RELAXED);
-	out->deferred = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
-	out->deferred_share = __atomic_load_n(&s->deferred_share, __ATOMIC_RELAXED);
-	out->store_deferred = __atomic_load_n(&s->store_deferred, __ATOMIC_RELAXED);
-	out->queued_over_max = __atomic_load_n(&s->queued_over_max, __ATOMIC_RELAXED);
-	out->staged_refused = __atomic_load_n(&s->staged_refused, __ATOMIC_RELAXED);
-	out->uncompacted = __atomic_load_n(&s->uncompacted, __ATOMIC_RELAXED);
-	out->restored_dropped = __atomic_load_n(&s->restored_dropped, __ATOMIC_RELAXED);
+#define PERFMAPD_ARCHIVE(key, field, ...) \
+	out->field = __atomic_load_n(&s->field, __ATOMIC_RELAXED);
+#include "perfmapd_counters.def"
 }
 
 /* ---- the worker ---- */
@@ -566,6 +559,11 @@ void archive__set_max_bytes(struct archive *ar, uint64_t max_bytes)
 {
 	/* The worker reads it in enforce(): atomic, no lock needed for one word. */
 	__atomic_store_n(&ar->cfg.max_bytes, max_bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t archive__max_bytes(struct archive *ar)
+{
+	return __atomic_load_n(&ar->cfg.max_bytes, __ATOMIC_RELAXED);
 }
 
 void archive__free(struct archive *ar)

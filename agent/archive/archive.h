@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include "archive/archive_journal.h"
-#include "policy/policy.h"
+#include "policy/mapstore.h"
 
 /*
  * Staged name in the map directory: ".perfmapd.<32 random hex digits>.map".
@@ -40,18 +40,13 @@ struct archive_config {
 	uint64_t max_table_bytes;     /* 0: ARCHIVE_TABLE_MAX_BYTES */
 };
 
-/* Counted by the worker and the event loop; read at any time. */
+/*
+ * Counted by the worker and the event loop; read at any time. The fields are
+ * perfmapd_counters.def's PERFMAPD_ARCHIVE rows (there: what each counts).
+ */
 struct archive_stats {
-	uint64_t archived;
-	uint64_t evicted;
-	uint64_t failed;              /* left staged in the map directory */
-	uint64_t deferred;            /* the queue was full: left at its path, tried again later */
-	uint64_t deferred_share;      /* of those, the uid's share of the queue was full */
-	uint64_t staged_refused;      /* named like a staged map, not one the agent made: left alone */
-	uint64_t uncompacted;         /* too large to compact in bounded memory: stored as it was */
-	uint64_t store_deferred;      /* stores put off for want of fds or memory: tried again */
-	uint64_t queued_over_max;     /* another uid's map at a new holder's path, queued past the bound */
-	uint64_t restored_dropped;    /* maps perfmapctl restore put back, unchanged: deleted, not archived again */
+#define PERFMAPD_ARCHIVE(key, field, ...) uint64_t field;
+#include "perfmapd_counters.def"
 };
 
 struct archive;
@@ -65,6 +60,8 @@ struct archive *archive__open(const struct archive_config *cfg);
 void archive__free(struct archive *ar);
 /* A new quota (a SIGHUP): the worker holds the archive to it from its next store on. */
 void archive__set_max_bytes(struct archive *ar, uint64_t max_bytes);
+/* The quota now: any thread. */
+uint64_t archive__max_bytes(struct archive *ar);
 
 /*
  * Move the map at @pid's path, which must be (@dev, @ino) and, unless

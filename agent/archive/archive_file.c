@@ -220,13 +220,13 @@ int archive_dir__make(const char *dir)
 			continue;
 		*p = '\0';
 		if (mkdir(path, 0755) && errno != EEXIST)
-			goto fail;
+			goto say_error;
 		*p = '/';
 	}
 	if (mkdir(path, 0700) && errno != EEXIST)
-		goto fail;
+		goto say_error;
 	if (lstat(path, &st))
-		goto fail;
+		goto say_error;
 	/*
 	 * Others able to write here could plant links among the archives we
 	 * delete. Able to search it, a user could reach the archived maps
@@ -239,7 +239,7 @@ int archive_dir__make(const char *dir)
 		return -EPERM;
 	}
 	return 0;
-fail:
+say_error:
 	pr_err("archive %s: %s", dir, strerror(errno));
 	return -errno;
 }

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "daemon/daemon.h"
+#include "daemon/daemon_config.h"
 
 /* Larger config files are refused: a few dozen lines are all there is to say. */
 #define CONFIG_MAX_BYTES (64u << 10)

@@ -10,11 +10,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/clock.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_internal.h"
+#include "in/in.h"
+#include "lib/clock.h"
 #include "lib/log.h"
-#include "report/metrics.h"
-#include "report/status.h"
+#include "mirror/mirror.h"
+#include "policy/policy.h"
+#include "report/report.h"
+#include "store/store.h"
 
 #define TICK_MS 100   /* drops, copy retries and retention are checked this often */
 
@@ -25,11 +29,19 @@
  */
 #define RELIST_MIN_NS (1000ull * 1000000)
 
+/* The loop's own state: its fds, and what it counts of its own work. */
 struct loop {
 	int epfd, sigfd, timerfd;
 	int retryfd;                  /* one-shot, CLOCK_BOOTTIME: a busy move's next try */
 	uint64_t retry_at;
 	bool status_paused;           /* this second's answers are spent: not watched */
+	bool stop;                    /* SIGTERM or SIGINT read */
+	uint64_t dropped_seen;        /* events__dropped() when last read: a gap since, /proc fills it */
+	uint64_t exec_lost_seen;      /* execmap__lost() when last read: likewise */
+	bool relist_wanted;           /* the index lost changes: a listing is due */
+	uint64_t relisted_ns;         /* CLOCK_BOOTTIME of the last listing after start */
+	struct loop_stats stats;      /* what it counts of its own work: its report reads them */
+	struct report *report;        /* the status answers and the metrics */
 };
 
 static int loop_add(int epfd, int fd, uint32_t id)
@@ -117,7 +129,7 @@ static void on_signal(struct daemon *d, struct loop *l)
 	while (read(l->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 			pr_info("%s: stopping; maps stay as they are", strsignal(si.ssi_signo));
-			d->stop = true;
+			l->stop = true;
 		} else if (si.ssi_signo == SIGHUP) {
 			daemon__reload(d);
 		}
@@ -129,38 +141,38 @@ static void on_signal(struct daemon *d, struct loop *l)
  * Until then the index is not exact, and every event looks on disk: slower,
  * never wrong.
  */
-static void relist(struct daemon *d, bool asked)
+static void relist(struct daemon *d, struct loop *l, bool asked)
 {
 	struct scan_env env = daemon__scan_env(d);
 	uint64_t now = clock_boot_ns();
-	bool too_soon = d->relisted_ns && now - d->relisted_ns < RELIST_MIN_NS;
+	bool too_soon = l->relisted_ns && now - l->relisted_ns < RELIST_MIN_NS;
 
 	if (asked) {
 		/* Coalesced into one already due, or waiting for its turn. */
-		if (d->relist_wanted || too_soon)
-			d->rescans_deferred++;
-		d->relist_wanted = true;
+		if (l->relist_wanted || too_soon)
+			l->stats.rescans_deferred++;
+		l->relist_wanted = true;
 	}
-	if (!d->relist_wanted || too_soon)
+	if (!l->relist_wanted || too_soon)
 		return;
-	d->relist_wanted = false;
-	d->relisted_ns = now;
-	d->rescans++;
+	l->relist_wanted = false;
+	l->relisted_ns = now;
+	l->stats.rescans++;
 	if (scan_maps(&env, false))
-		d->relist_wanted = true;  /* again in a second */
+		l->relist_wanted = true;  /* again in a second */
 }
 
 /*
  * Every read of the ring buffer starts with the map directory's changes:
  * then the index (mapwatch.c) knows of every map made before those events.
  */
-static void catch_up(struct daemon *d)
+static void catch_up(struct daemon *d, struct loop *l)
 {
 	bool lost = mapwatch__drain(d->mw, daemon__on_map_change, d);
 
 	events__consume(d->events);
 	if (lost)
-		relist(d, true);
+		relist(d, l, true);
 }
 
 /*
@@ -168,14 +180,14 @@ static void catch_up(struct daemon *d)
  * truth. The maps are the index's to tell while it is exact: a listing only
  * when it is not.
  */
-static void resync(struct daemon *d)
+static void resync(struct daemon *d, struct loop *l)
 {
 	struct scan_env env = daemon__scan_env(d);
 
-	d->resyncs++;
+	l->stats.resyncs++;
 	scan_procs(&env);
 	if (strcmp(mapwatch__state(d->mw), "exact") || scan_index(&env))
-		relist(d, true);
+		relist(d, l, true);
 }
 
 /* Watch the status socket again, or not until the next second's budget. */
@@ -194,39 +206,39 @@ static void watch_status(struct daemon *d, struct loop *l, bool on)
  * first code is counted. Records the ring lost leave a gap that a pass over
  * /proc fills.
  */
-static void read_exec_maps(struct daemon *d)
+static void read_exec_maps(struct daemon *d, struct loop *l)
 {
 	uint64_t lost;
 
 	if (!d->execmap)
 		return;
 	execmap__mark(d->execmap);
-	catch_up(d);
+	catch_up(d, l);
 	execmap__consume(d->execmap);
 	lost = execmap__lost(d->execmap);
-	if (lost != d->exec_lost_seen) {
+	if (lost != l->exec_lost_seen) {
 		pr_warn("exec maps: %llu mmap reports lost (ring full); reading /proc/<pid>/maps again",
-			(unsigned long long)(lost - d->exec_lost_seen));
-		d->exec_lost_seen = lost;
+			(unsigned long long)(lost - l->exec_lost_seen));
+		l->exec_lost_seen = lost;
 		jitscan__pass(d->jitscan, d->policy);
 	}
 }
 
-/* What the status report and the metrics read: the agent's pieces. */
-static struct status_sources sources_of(struct daemon *d)
+/* The report of the agent's pieces and of the loop's own counters: what the status and the metrics read. */
+static int report_open(struct daemon *d, struct loop *l)
 {
-	return (struct status_sources){
-		.map_dir = d->cfg.map_dir, .map_dir_fd = d->map_dir_fd,
-		.archive_dir = d->cfg.archive_dir, .archive_max_bytes = d->cfg.archive_max_bytes,
-		.retention_s = d->cfg.retention_s, .dry_run = d->cfg.dry_run,
-		.started_ns = d->started_ns, .resyncs = d->resyncs, .rescans = d->rescans,
-		.rescans_deferred = d->rescans_deferred, .policy = d->policy,
-		.events = d->events, .mw = d->mw, .ar = d->ar,
-		.mirrors = d->mirrors, .ns_map_dir = d->cfg.ns_map_dir,
-		.execmap = d->execmap, .exec_source = execmap_source_name(d->exec_src),
-		.exec_probe = d->exec_probe,
-		.jitscan = d->jitscan, .holds = d->holds,
+	const struct report_pieces p = {
+		.map_dir = d->cfg->map_dir, .map_dir_fd = d->map_dir_fd,
+		.archive_dir = d->cfg->archive_dir, .ns_map_dir = d->cfg->ns_map_dir,
+		.dry_run = d->cfg->dry_run,
+		.exec_source = execmap_source_name(d->exec_src), .exec_probe = d->exec_probe,
+		.policy = d->policy, .events = d->events, .mw = d->mw, .ar = d->ar,
+		.mirrors = d->mirrors, .execmap = d->execmap, .jitscan = d->jitscan,
+		.holds = d->holds, .inst = d->inst, .metrics = d->metrics,
 	};
+
+	l->report = report__new(&p, &l->stats);
+	return l->report ? 0 : -errno;
 }
 
 static void on_tick(struct daemon *d, struct loop *l)
@@ -237,18 +249,18 @@ static void on_tick(struct daemon *d, struct loop *l)
 		return;
 	/* Events that needed no wake-up (bpf/) are read here at the latest. */
 	mapwatch__check(d->mw);
-	catch_up(d);
+	catch_up(d, l);
 	dropped = events__dropped(d->events);
-	if (dropped != d->dropped_seen) {
+	if (dropped != l->dropped_seen) {
 		pr_warn("bpf: %llu events lost (ring buffer full); resyncing from /proc",
-			(unsigned long long)(dropped - d->dropped_seen));
-		d->dropped_seen = dropped;
-		resync(d);
+			(unsigned long long)(dropped - l->dropped_seen));
+		l->dropped_seen = dropped;
+		resync(d, l);
 	}
-	relist(d, false);
+	relist(d, l, false);
 	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
 		watch_status(d, l, true);
-	read_exec_maps(d);
+	read_exec_maps(d, l);
 	holds__tick(d->holds);
 	if (d->jitscan)
 		jitscan__tick(d->jitscan, d->policy, clock_boot_ns());
@@ -256,11 +268,7 @@ static void on_tick(struct daemon *d, struct loop *l)
 	if (d->mirrors)
 		mirrors__poll(d->mirrors, clock_boot_ns());
 	/* Rendered here, in the loop's thread: the HTTP thread only sends what was published. */
-	if (d->metrics) {
-		struct status_sources src = sources_of(d);
-
-		metrics__update(d->metrics, &src);
-	}
+	report__metrics(l->report);
 	/* Lines held back by the flood bound are summed up within a second or so. */
 	log_flush(false);
 }
@@ -289,13 +297,12 @@ static void on_retry(struct daemon *d, struct loop *l)
 		return;
 	l->retry_at = UINT64_MAX;
 	/* What happened meanwhile first: an exit or a new write changes what a retry may do. */
-	catch_up(d);
+	catch_up(d, l);
 	policy__tick(d->policy, clock_boot_ns());
 }
 
 static void on_status(struct daemon *d, struct loop *l)
 {
-	struct status_sources src = sources_of(d);
 	unsigned int max = instance__budget(d->inst, clock_mono_ns());
 	char text[32768];
 	size_t n;
@@ -304,19 +311,22 @@ static void on_status(struct daemon *d, struct loop *l)
 		watch_status(d, l, false);
 		return;
 	}
-	instance__stats(d->inst, &src.status_served, &src.status_throttled);
-	n = status_text(&src, text, sizeof(text));
+	n = report__status(l->report, text, sizeof(text));
 	instance__serve(d->inst, text, n, max);
 }
 
-int daemon__run(struct daemon *d)
+int daemon__run(struct daemon *d, uint64_t started_ns)
 {
 	struct scan_env env = daemon__scan_env(d);
-	struct loop l = { -1, -1, -1, -1, UINT64_MAX, false };
+	struct loop l = {
+		.epfd = -1, .sigfd = -1, .timerfd = -1, .retryfd = -1, .retry_at = UINT64_MAX,
+		.stats.started_ns = started_ns,
+	};
 	struct epoll_event evs[8];
 	int n, i, err;
 
 	err = loop_open(d, &l);
+	err = err ?: report_open(d, &l);
 	if (err) {
 		pr_err("event loop: %s", strerror(-err));
 		goto close_loop;
@@ -327,15 +337,11 @@ int daemon__run(struct daemon *d)
 	if (d->jitscan)
 		jitscan__pass(d->jitscan, d->policy);
 	/* A scrape before the first tick finds the counters, not an empty page. */
-	if (d->metrics) {
-		struct status_sources src = sources_of(d);
-
-		metrics__update(d->metrics, &src);
-	}
+	report__metrics(l.report);
 	pr_info("tracking %zu processes; %zu exited processes' maps retained",
 		policy__processes(d->policy), policy__retained(d->policy));
 
-	while (!d->stop) {
+	while (!l.stop) {
 		n = epoll_wait(l.epfd, evs, 8, -1);
 		if (n < 0 && errno != EINTR) {
 			err = -errno;
@@ -344,21 +350,22 @@ int daemon__run(struct daemon *d)
 		}
 		for (i = 0; i < n; i++) {
 			switch (evs[i].data.u32) {
-			case SRC_EVENTS: catch_up(d); break;
+			case SRC_EVENTS: catch_up(d, &l); break;
 			case SRC_SIGNAL: on_signal(d, &l); break;
 			case SRC_TIMER: on_tick(d, &l); break;
 			case SRC_RETRY: on_retry(d, &l); break;
-			case SRC_INOTIFY: catch_up(d); break;
+			case SRC_INOTIFY: catch_up(d, &l); break;
 			case SRC_STATUS: on_status(d, &l); break;
 			case SRC_COPIES: store__drain_copies(d->store, daemon__on_copy_done, d); break;
 			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
-			case SRC_EXECMAP: read_exec_maps(d); break;
+			case SRC_EXECMAP: read_exec_maps(d, &l); break;
 			case SRC_HOLDS: holds__on_ready(d->holds); break;
 			}
 		}
 		arm_retry(d, &l);
 	}
 close_loop:
+	report__free(l.report);
 	loop_close(&l);
 	return err;
 }

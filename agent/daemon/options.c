@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/daemon.h"
+#include "daemon/daemon_config.h"
 #include "lib/log.h"
 #include "daemon/options.h"
+#include "report/report.h"
 #include "perfmap_tools.h"
 
 static const char usage[] =
@@ -135,7 +136,7 @@ int opt_lookup(const char *name)
 	return -ENOENT;
 }
 
-void daemon__config_defaults(struct daemon_config *cfg)
+void daemon_config__defaults(struct daemon_config *cfg)
 {
 	*cfg = (struct daemon_config){
 		.map_dir = "/tmp",
@@ -314,7 +315,7 @@ void option_format(const struct daemon_config *cfg, enum opt_id id, char *buf, s
 	snprintf(buf, len, "-");
 }
 
-int daemon__parse_args(int argc, char **argv, struct daemon_config *cfg)
+int daemon_config__parse_args(int argc, char **argv, struct daemon_config *cfg)
 {
 	struct option longopts[OPT__COUNT + 1] = { { 0 } };
 	int i, opt;

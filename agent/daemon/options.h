@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon/daemon.h"
+#include "daemon/daemon_config.h"
 
 /* Every option, in the order --help lists them; a new one is a row here and a case in options.c. */
 enum opt_id {
@@ -37,6 +37,6 @@ int apply_option(struct daemon_config *cfg, enum opt_id id, const char *value);
 /* Option @id of @cfg as a value apply_option() takes, for messages and comparisons. */
 void option_format(const struct daemon_config *cfg, enum opt_id id, char *buf, size_t len);
 /* The defaults, before the config file and the command line. */
-void daemon__config_defaults(struct daemon_config *cfg);
+void daemon_config__defaults(struct daemon_config *cfg);
 
 #endif /* PERFMAPD_OPTIONS_H */

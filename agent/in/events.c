@@ -20,6 +20,7 @@
 #include "perfmapd.skel.h"
 #include "perfmapd_event.h"
 #include "lib/procfs.h"
+#include "policy/policy.h"
 
 struct events {
 	events_fn fn;

@@ -6,13 +6,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "policy/policy.h"
+#include "in/in_config.h"
 
-enum bpf_programs {
-	BPF_PROGS_AUTO,               /* tp_btf, else raw_tp */
-	BPF_PROGS_TP_BTF,
-	BPF_PROGS_RAW_TP,
-};
+struct policy_event;
 
 /*
  * An exec of a pid without a map wakes the agent at most this often
@@ -21,13 +17,6 @@ enum bpf_programs {
  * host does not pay a cross-CPU wake-up per exec.
  */
 #define EXEC_WAKEUP_NS (10ull * 1000000)
-
-struct events_config {
-	unsigned int ringbuf_bytes;
-	enum bpf_programs programs;
-	/* Processes in this one's mount and pid namespaces are the host's (0: the agent's own). */
-	pid_t host_ns_pid;
-};
 
 /* Told of each event, in the order the kernel queued them. */
 typedef void (*events_fn)(void *ctx, const struct policy_event *ev);

@@ -4,6 +4,7 @@
 
 #include "in/evrecord.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 int evrecord__decode(const void *data, size_t len, const struct evrecord_ctx *ctx,
 		     struct perfmapd_event *rec, struct policy_event *pe)

@@ -8,7 +8,8 @@
 #include <linux/types.h>
 
 #include "perfmapd_event.h"
-#include "policy/policy.h"
+
+struct policy_event;
 
 /* include/linux/threads.h, PID_MAX_LIMIT: every pid on any kernel is below it. */
 #define EVRECORD_PID_MAX (4 * 1024 * 1024)

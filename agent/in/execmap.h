@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "in/in_config.h"
+
 /*
  * What code a mapping holds, as perf will look it up: anonymous memory is
  * named by perf-<pid>.map; a memfd mapping (.NET's double mapping) is looked
@@ -24,14 +26,6 @@ struct execmap_rec {
 	uint32_t prot;
 	enum execmap_kind kind;
 	uint64_t ts_ns;       /* CLOCK_BOOTTIME */
-};
-
-/* How the agent learns of executable mappings (docs/architecture.md has the order). */
-enum execmap_source {
-	EXECMAP_SRC_AUTO,     /* perf, else procfs */
-	EXECMAP_SRC_PERF,     /* PERF_RECORD_MMAP2, /proc/<pid>/maps at start and after a loss */
-	EXECMAP_SRC_PROCFS,   /* /proc/<pid>/maps only: every process, every JITSCAN_PERIOD_NS */
-	EXECMAP_SRC_OFF,
 };
 
 /* "perf-mmap2", "procfs", "off" ("auto" before the choice) */

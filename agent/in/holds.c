@@ -25,6 +25,7 @@
 
 #include "in/holds.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 #define LINE_MAX_ 64
 #define READ_MAX 65536

@@ -1,7 +1,7 @@
 /*
  * The hold socket beside the status socket: a profiler (perfmapctl profile)
  * asks there that the maps of the processes it sampled stay at their paths
- * until its report is written. Root's alone. See hold.c for the protocol.
+ * until its report is written. Root's alone. See holds.c for the protocol.
  */
 #ifndef PERFMAPD_HOLDS_H
 #define PERFMAPD_HOLDS_H
@@ -9,16 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/policy.h"
+struct policy;
 
 #define HOLDERS_MAX 8   /* connections at once; more are closed at once (counted) */
 
 struct holds;
 
+/* The hold socket's counters: perfmapd_counters.def's PERFMAPD_HOLDS rows. */
 struct holds_stats {
-	uint64_t holders;          /* connected now */
-	uint64_t holders_refused;  /* over HOLDERS_MAX, or not root's: closed at once */
-	uint64_t bad_requests;     /* a line that is no request: its holder closed, its holds released */
+#define PERFMAPD_HOLDS(key, field, ...) uint64_t field;
+#include "perfmapd_counters.def"
 };
 
 /*

@@ -12,6 +12,7 @@
 #include "in/jitscan.h"
 #include "perfmap_tools.h"
 #include "lib/procfs.h"
+#include "policy/policy.h"
 
 struct jitscan {
 	pid_t *pids;

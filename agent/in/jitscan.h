@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "policy/policy.h"
+struct policy;
 
 /*
  * /proc/<pid>/maps reads per tick at most, and the time they may take: a

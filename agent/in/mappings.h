@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "policy/policy.h"
+#include "policy/mapstore.h"
 
 /* Bytes read from the end of a map: the newest entries, written last. */
 #define MAPPINGS_TAIL_BYTES (64u << 10)

@@ -32,38 +32,28 @@ static int read_small(const char *path, char *buf, size_t cap)
 	return 0;
 }
 
-/*
- * "pid (comm) state ppid ... starttime": comm may hold spaces, parentheses
- * and newlines, but the fields after it hold no ')'; the last one ends it.
- */
+/* What libperfmap read of /proc/<pid>/stat, into the agent's record of the process. */
+static void from_stat(const struct perfmap_proc_stat *st, struct proc_info *pi)
+{
+	_Static_assert(sizeof(pi->comm) == sizeof(st->comm), "comm: TASK_COMM_LEN");
+	memcpy(pi->comm, st->comm, sizeof(pi->comm));
+	pi->state = st->state;
+	pi->ppid = st->ppid;
+	pi->flags = st->flags;
+	pi->start_ticks = st->start_ticks;
+}
+
+/* libperfmap's parser, the one the profiler and perfmapctl use too. */
 int procfs_parse_stat(const char *buf, struct proc_info *pi)
 {
-	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	const char *p;
-	size_t len;
-	int field;
+	struct perfmap_proc_stat st;
+	int err;
 
-	/* Field 3 (state) follows ") ": without both, the fields are not there. */
-	if (!open || !close || close < open || close[1] != ' ' || !close[2])
-		return -EINVAL;
-	len = close - open - 1;
-	if (len >= sizeof(pi->comm))
-		len = sizeof(pi->comm) - 1;
-	memcpy(pi->comm, open + 1, len);
-	pi->comm[len] = '\0';
-	pi->state = close[2];
-	for (p = close + 2, field = 3; *p && field < 22; p++) {
-		if (*p != ' ')
-			continue;
-		field++;
-		if (field == 4)
-			pi->ppid = (pid_t)strtol(p + 1, NULL, 10);
-		if (field == 9)
-			pi->flags = strtoul(p + 1, NULL, 10);
-		if (field == 22)
-			pi->start_ticks = strtoull(p + 1, NULL, 10);
-	}
-	return field == 22 ? 0 : -EINVAL;
+	err = perfmap__proc_stat_parse(buf, &st);
+	if (err)
+		return err;
+	from_stat(&st, pi);
+	return 0;
 }
 
 int procfs_read_text(pid_t pid, const char *name, char *buf, size_t cap)
@@ -79,14 +69,14 @@ int procfs_read_text(pid_t pid, const char *name, char *buf, size_t cap)
 /* /proc/<pid>/stat, parsed into @pi; 0, -ENOENT when the process is gone, or -errno. */
 static int read_stat(pid_t pid, struct proc_info *pi)
 {
-	char path[64], buf[4096];
+	struct perfmap_proc_stat st;
 	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	err = read_small(path, buf, sizeof(buf));
+	err = perfmap__proc_stat_read(pid, &st);
 	if (err)
 		return err == -ESRCH ? -ENOENT : err;
-	return procfs_parse_stat(buf, pi);
+	from_stat(&st, pi);
+	return 0;
 }
 
 /* The innermost of the "NSpid:" line's pids (one per nested pid namespace); 0 without one. */

@@ -3,8 +3,9 @@
  * placed (its directory found, a mirror made or kept), all of them polled at
  * the tick within bounds, an exec's and an exit's mirror let go of, new maps
  * from inotify, and what the policy, the archive and status ask. One mirror
- * kept up to date is mirror_sync.c's; what is changed in a container's own
- * directory, mirror_ns.c's.
+ * kept up to date is mirror_sync.c's; a fork's copy in a container's own
+ * directory, mirror_fork.c's. This file calls the room's others, which
+ * never call it (mirror_internal.h has their order).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,18 +42,6 @@ static struct mirror *find(const struct mirrors *m, pid_t pid)
 	return (struct mirror *)pidmap_find(&m->by_pid, pid);
 }
 
-const char *mirror__where(const struct mirror *mi)
-{
-	return mi->where;
-}
-
-/* Counted per user: a user's subordinate uids count as the user. */
-struct uid_count *mirror__uid(struct mirrors *m, uid_t uid)
-{
-	return (struct uid_count *)pidmap_get(&m->uids, (pid_t)subids_owner(uid),
-					      sizeof(struct uid_count));
-}
-
 static void close_mirror(struct mirrors *m, struct mirror *mi)
 {
 	struct uid_count *u = mirror__uid(m, mi->uid);
@@ -63,8 +52,8 @@ static void close_mirror(struct mirrors *m, struct mirror *mi)
 	pidmap_remove(&m->by_pid, mi->pid);
 	mirror__copy_free(m, mi);
 	mirror__close_source(m, mi);
-	if (mi->dst_fd >= 0)
-		close(mi->dst_fd);
+	if (mi->dst.fd >= 0)
+		close(mi->dst.fd);
 	nsdirs_put(&m->dirs, mi->dir);
 	free(mi);
 }
@@ -80,9 +69,9 @@ static size_t poll_one(struct mirrors *m, struct mirror *mi, size_t cap, uint64_
 	 * Inotify says when a map appears or is renamed over; this catches what
 	 * it could not (an overflow, a watch refused or gone).
 	 */
-	if (!mi->stopped && now_ns >= mi->retry_ns) {
-		mi->retry_ns = now_ns + RETRY_NS;
-		if (mi->src_fd < 0)
+	if (!mi->src.stopped && now_ns >= mi->src.retry_ns) {
+		mi->src.retry_ns = now_ns + RETRY_NS;
+		if (mi->src.fd < 0)
 			mirror__try_source(m, mi);
 		else
 			mirror__follow_name(m, mi, now_ns);
@@ -131,7 +120,7 @@ static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid
 		if (from->waiting)
 			from->waiting--;
 		to->waiting++;
-		if (mi->src_fd >= 0) {
+		if (mi->src.fd >= 0) {
 			if (from->open)
 				from->open--;
 			to->open++;
@@ -145,15 +134,15 @@ static void set_owner(struct mirrors *m, struct mirror *mi, uid_t uid, gid_t gid
 	 * Refused, it is looked at again at the retries, its next file too.
 	 */
 	mi->uid_changed = true;
-	if (mi->src_fd >= 0 && (fstat(mi->src_fd, &st) || !mirror__owner_ok(mi, &st))) {
+	if (mi->src.fd >= 0 && (fstat(mi->src.fd, &st) || !mirror__owner_ok(mi, &st))) {
 		mirror__refuse(m, mi, NSR_OWNER, &st);
 		mirror__close_source(m, mi);
 		return;
 	}
-	if (mi->dst_fd >= 0 && fchown(mi->dst_fd, uid, gid))
+	if (mi->dst.fd >= 0 && fchown(mi->dst.fd, uid, gid))
 		pr_debug("mirror %d: cannot give its mirror to uid %u: %s", (int)mi->pid,
 			 (unsigned int)uid, strerror(errno));
-	mi->refused_ino = 0;
+	mi->refused.ino = 0;
 	mirror__try_source(m, mi);
 }
 
@@ -211,10 +200,10 @@ static int new_mirror(struct mirrors *m, struct nsdir *d, const struct ns_req *r
 	mi->uid = rq->uid;
 	mi->gid = rq->gid;
 	mi->root_ok = root_is_host_root(rq);
-	mi->src_fd = -1;
-	mi->dst_fd = -1;
-	mi->polled_ns = now_ns;
-	mi->retry_ns = now_ns + RETRY_NS;
+	mi->src.fd = -1;
+	mi->dst.fd = -1;
+	mi->src.polled_ns = now_ns;
+	mi->src.retry_ns = now_ns + RETRY_NS;
 	snprintf(mi->comm, sizeof(mi->comm), "%s", rq->comm);
 	if (!container_of(rq->pid, &cid) && cid.id[0])
 		snprintf(d->tag, sizeof(d->tag), "c%.*s", CONTAINER_SHORT_LEN, cid.id);
@@ -403,28 +392,28 @@ int mirrors__exec(struct mirrors *m, pid_t pid, uint64_t at_ns, struct map_info 
 	mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
 	err = mirror__dest_info(mi, mi_out);
 	if (!err) {
-		mi->prev_dev = mi_out->dev;
-		mi->prev_ino = mi_out->ino;
-		mi->prev_offset = mi->offset;
+		mi->prev.dev = mi_out->dev;
+		mi->prev.ino = mi_out->ino;
+		mi->prev.offset = mi->src.offset;
 	}
-	if (mi->dst_fd >= 0)
-		close(mi->dst_fd);
-	mi->dst_fd = -1;
-	mi->dst_bytes = 0;
-	mi->stopped = false;
+	if (mi->dst.fd >= 0)
+		close(mi->dst.fd);
+	mi->dst.fd = -1;
+	mi->dst.bytes = 0;
+	mi->src.stopped = false;
 	if (mirror__drop_copy(m, mi)) {
-		mi->prev_offset = 0;  /* the new image's map is a new file, read from its start */
+		mi->prev.offset = 0;  /* the new image's map is a new file, read from its start */
 		return err ?: 1;
 	}
-	if (err || mi->src_fd < 0)
+	if (err || mi->src.fd < 0)
 		return err;
 	/*
 	 * Lines read after the exec may be the new image's: they begin its new
 	 * mirror too, read again once the caller has moved the old one away.
 	 */
 	from = mirror__offset_before(mi, at_ns);
-	if (from < mi->offset)
-		mi->offset = from;
+	if (from < mi->src.offset)
+		mi->src.offset = from;
 	mirror__remember(mi);
 	return 0;
 }
@@ -454,10 +443,10 @@ static bool cut_lines(struct mirrors *m, const struct mirror *mi)
 {
 	ssize_t n;
 
-	if (!mi->behind || mi->src_fd < 0 || mi->stopped)
+	if (!mi->src.behind || mi->src.fd < 0 || mi->src.stopped)
 		return false;
-	n = pread(mi->src_fd, m->buf, mi->behind < PASS_BYTES ? (size_t)mi->behind : PASS_BYTES,
-		  (off_t)mi->offset);
+	n = pread(mi->src.fd, m->buf, mi->src.behind < PASS_BYTES ? (size_t)mi->src.behind : PASS_BYTES,
+		  (off_t)mi->src.offset);
 	return n > 0 && memchr(m->buf, '\n', (size_t)n);
 }
 
@@ -471,14 +460,14 @@ int mirrors__end(struct mirrors *m, pid_t pid, struct map_info *mi_out, uint64_t
 	/* A map made just before the exit, before its creation was read: it is there still. */
 	mirror__try_source(m, mi);
 	/* The parent's entries it was given are its map too. */
-	while (mi->copy && mirror__copy_step(m, mi, FINAL_BYTES, now_ns))
+	while (mi->copy.running && mirror__copy_step(m, mi, FINAL_BYTES, now_ns))
 		;
 	mirror__sync(m, mi, FINAL_BYTES, true, now_ns);
 	if (cut_lines(m, mi)) {
 		/* More than an exit's read was written in its last tick: the rest is not mirrored. */
 		m->stats.cut_at_exit++;
 		pr_warn("mirror %d (%s): %llu bytes of its map were not mirrored before its exit",
-			(int)mi->pid, mi->comm, (unsigned long long)mi->behind);
+			(int)mi->pid, mi->comm, (unsigned long long)mi->src.behind);
 	}
 	err = mirror__dest_info(mi, mi_out);
 	if (!err)
@@ -501,7 +490,7 @@ bool mirrors__claims(const struct mirrors *m, pid_t name_pid, dev_t dev, ino_t i
 		return false;
 	mi = mirror_of_name(n);
 	/* Only the file it opened (its owner's): a host process's map at that name stays that one's. */
-	return mi->src_fd >= 0 && mi->src_dev == dev && mi->src_ino == ino;
+	return mi->src.fd >= 0 && mi->src.dev == dev && mi->src.ino == ino;
 }
 
 const char *mirrors__tag(const struct mirrors *m, pid_t pid, uint64_t start_ticks)
@@ -545,7 +534,7 @@ static void retry_all(struct mirrors *m)
 	size_t i;
 
 	pidmap_for_each(&m->by_pid, i, n, next)
-		((struct mirror *)n)->retry_ns = 0;
+		((struct mirror *)n)->src.retry_ns = 0;
 }
 
 void mirrors__on_inotify(struct mirrors *m, uint64_t now_ns)
@@ -607,7 +596,7 @@ uint64_t mirrors__behind(const struct mirrors *m)
 	size_t i;
 
 	pidmap_for_each(&m->by_pid, i, n, next)
-		total += ((const struct mirror *)n)->behind;
+		total += ((const struct mirror *)n)->src.behind;
 	return total;
 }
 
@@ -642,8 +631,8 @@ size_t mirrors__describe(const struct mirrors *m, char *buf, size_t len, size_t 
 		w = snprintf(buf + used, len - used,
 			     "mirror_%d: ns_pid=%d container=%s bytes=%llu behind=%llu%s\n",
 			     (int)mi->pid, (int)mi->ns_pid, mi->tag[0] ? mi->tag + 1 : "-",
-			     (unsigned long long)mi->dst_bytes, (unsigned long long)mi->behind,
-			     mi->src_fd < 0 ? " waiting" : mi->stopped ? " stopped" : "");
+			     (unsigned long long)mi->dst.bytes, (unsigned long long)mi->src.behind,
+			     mi->src.fd < 0 ? " waiting" : mi->src.stopped ? " stopped" : "");
 		if (w < 0 || (size_t)w >= len - used)
 			break;
 		used += (size_t)w;

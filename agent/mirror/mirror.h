@@ -39,36 +39,19 @@ enum ns_write_refusal {
 	NSW__COUNT,
 };
 
-/* The status key of a refusal to write: "ns_writes_refused_denied", ... */
-const char *ns_write_refusal_key(enum ns_write_refusal r);
-
 /* Bins of the lag histogram: milliseconds, the last one "and more". */
 #define MIRROR_LAG_BINS 2048
 
+/*
+ * The mirrors' counters. The scalar ones are perfmapd_counters.def's
+ * PERFMAPD_MIRROR rows (there: what each counts, its status key, its metric).
+ */
 struct mirror_stats {
-	uint64_t started, ended;
-	uint64_t bytes, lines;
-	uint64_t lines_dropped;      /* lines of maps in namespaces that are no entry: not mirrored, nor copied */
-	uint64_t over_size;          /* stopped at the size bound */
-	uint64_t dest_taken;         /* <map dir>/perf-<host pid>.map was another file: no mirror */
-	uint64_t ns_copies, ns_copies_failed, ns_copies_existing;
-	uint64_t ns_copies_dropped;  /* unwritten at the child's exec: removed, as on the host */
-	uint64_t ns_copies_appended; /* the child's own map first: the parent's entries appended */
-	uint64_t ns_copy_entries_left_out; /* naming memory the child did not inherit */
-	uint64_t ns_copies_unfiltered; /* its mappings unread (gone, too many, 16 copies held them): all copied */
-	uint64_t ns_copies_parent_gone; /* the parent's map found at the fork's turn, the parent gone: not copied */
-	uint64_t cut_at_exit;        /* more was written in the last tick than an exit reads */
-	uint64_t ns_stale_removed;   /* an ended process's map at a new holder's name, unwritten: removed */
-	uint64_t ns_stale_skipped;   /* ...written since: mirrored from where it had ended */
-	uint64_t rewritten;          /* maps their runtimes wrote anew: the mirror emptied and read again */
-	uint64_t shared;             /* in another namespace, but its map is the map dir's own */
-	uint64_t ambiguous;          /* two processes' maps at one name in the map dir: neither taken */
-	uint64_t over_limit;         /* past the bounds on mirrors or directories: not mirrored */
-	uint64_t refused[NSR__COUNT];
-	uint64_t refused_total;
-	uint64_t writes_refused[NSW__COUNT];
-	uint64_t lag_max_ms;
-	uint64_t lag[MIRROR_LAG_BINS];
+#define PERFMAPD_MIRROR(key, field, ...) uint64_t field;
+#include "perfmapd_counters.def"
+	uint64_t refused[NSR__COUNT];         /* maps refused, by reason: the refused_* rows */
+	uint64_t writes_refused[NSW__COUNT];  /* by reason: the ns_writes_refused_* rows */
+	uint64_t lag[MIRROR_LAG_BINS];        /* lines by lag, in ms: mirrors__lag_p99_ms() */
 };
 
 struct mirrors;

@@ -1,6 +1,6 @@
 /*
- * The insides of the mirrors (mirror.c), shared with what they change in a
- * container's own map directory (mirror_ns.c). Nothing else includes this.
+ * The insides of the mirrors, shared by this room's files and included by
+ * nothing else: the rest of the agent includes mirror/mirror.h.
  */
 #ifndef PERFMAPD_MIRROR_INTERNAL_H
 #define PERFMAPD_MIRROR_INTERNAL_H
@@ -16,6 +16,7 @@
 #include "mirror/mirror.h"
 #include "mirror/nsdir.h"
 #include "lib/pidmap.h"
+#include "lib/subids.h"
 
 /* Bounds on what processes in other namespaces can make the agent do (per tick, per uid, in all). */
 #define PASS_BYTES (256u << 10)       /* read of one mirror, or one fork copy, at a time */
@@ -49,6 +50,7 @@ struct ns_copy {
 	struct inherit in;           /* the child's mappings: entries of memory it lacks are left out */
 };
 
+/* A process's map in its namespace, mirrored to the host's map directory under its host pid. */
 struct mirror {
 	struct pidmap_node node;     /* by host pid */
 	struct pidmap_node name_node; /* in dir->by_name, by its own pid */
@@ -57,29 +59,6 @@ struct mirror {
 	uint64_t start_ticks;
 	uid_t uid;
 	gid_t gid;
-	int src_fd;                  /* -1: waiting for its map to appear */
-	dev_t src_dev;
-	ino_t src_ino;
-	uint64_t offset;             /* of the source, mirrored: complete lines */
-	int dst_fd;                  /* -1: not made yet */
-	dev_t dst_dev;
-	ino_t dst_ino;
-	uint64_t dst_bytes;
-	mode_t mode;                 /* the mirror's permissions: its source's, or its parent's */
-	/* The mirror an exec let go of, and how far it had read: taken back if it could not be moved. */
-	dev_t prev_dev;
-	ino_t prev_ino;
-	uint64_t prev_offset;
-	uint64_t polled_ns;          /* last found up to date */
-	uint64_t retry_ns;           /* waiting: when it looks for its map again */
-	/* When how much of the source was read: which lines an exec's old image surely wrote. */
-	struct { uint64_t ns, offset; } marks[MARKS];
-	unsigned int nmarks;
-	uint64_t behind;             /* bytes of the source not mirrored yet */
-	uint64_t head_hash, tail_hash; /* of the first and last bytes read: a rewrite changes them */
-	bool stopped;                /* at the size bound, or a line too long: no more reads */
-	bool over_limit;             /* counted once as over the bounds on open mirrors */
-	bool dest_blocked;           /* counted once: another file at its host path */
 	bool uid_changed;            /* its process changed uid: root's maps are no longer its own */
 	/*
 	 * Its user namespace's root is the host's (a rootful container's): a
@@ -87,13 +66,49 @@ struct mirror {
 	 * root. Elsewhere root's files are nobody's maps but root's.
 	 */
 	bool root_ok;
-	dev_t refused_dev;           /* the file last refused: counted once */
-	ino_t refused_ino;
+	/* Its map in its own directory, read. */
+	struct {
+		int fd;                      /* -1: waiting for its map to appear */
+		dev_t dev;
+		ino_t ino;
+		uint64_t offset;             /* mirrored: complete lines */
+		uint64_t polled_ns;          /* last found up to date */
+		uint64_t retry_ns;           /* waiting: when it looks for its map again */
+		/* When how much was read: which lines an exec's old image surely wrote. */
+		struct { uint64_t ns, offset; } marks[MARKS];
+		unsigned int nmarks;
+		uint64_t behind;             /* bytes not mirrored yet */
+		uint64_t head_hash, tail_hash; /* of the first and last bytes read: a rewrite changes them */
+		bool stopped;                /* at the size bound, or a line too long: no more reads */
+	} src;
+	/* The mirror in the host's map directory, written. */
+	struct {
+		int fd;                      /* -1: not made yet */
+		dev_t dev;
+		ino_t ino;
+		uint64_t bytes;
+		mode_t mode;                 /* its source's permissions, or its parent's */
+	} dst;
+	/* The mirror an exec let go of, and how far it had read: taken back if it could not be moved. */
+	struct {
+		dev_t dev;
+		ino_t ino;
+		uint64_t offset;
+	} prev;
 	/* The copy made for it at a fork: an exec finding it unwritten removes it. */
-	dev_t copy_dev;
-	ino_t copy_ino;
-	uint64_t copy_size;
-	struct ns_copy *copy;        /* still being made */
+	struct {
+		dev_t dev;
+		ino_t ino;
+		uint64_t size;
+		struct ns_copy *running;     /* still being made */
+	} copy;
+	/* Refusals, each counted once. */
+	struct {
+		bool over_limit;             /* over the bounds on open mirrors */
+		bool dest_blocked;           /* another file at its host path */
+		dev_t dev;                   /* the file last refused */
+		ino_t ino;
+	} refused;
 	char tag[CONTAINER_SHORT_LEN + 2];
 	char where[32];              /* "container <12 hex>", or "its namespace": for the log */
 	char comm[LOG_COMM_LEN];
@@ -104,7 +119,7 @@ struct mirrors {
 	struct nsdirs dirs;
 	struct pidmap by_pid;
 	struct pidmap tags;          /* struct tag_rec: containers of ended mirrors, until archived */
-	struct pidmap ended;         /* struct ended_rec (mirror_ns.c) */
+	struct pidmap ended;         /* struct ended_rec (mirror_ended.c) */
 	struct pidmap uids;          /* struct uid_count */
 	struct budget *budget;
 	size_t poll_bucket;          /* where the last tick's polls stopped */
@@ -119,11 +134,30 @@ struct uid_count {
 	size_t open, waiting;
 };
 
-/* mirror.c */
-struct uid_count *mirror__uid(struct mirrors *m, uid_t uid);
-const char *mirror__where(const struct mirror *mi);
+/*
+ * The files of this room, lowest first; each calls only those before it
+ * (mirror.c, the set, calls them all):
+ *   mirror_act.c    acting in a namespace's own directory, as its process
+ *   mirror_ended.c  an ended process's map there, told from the next holder's
+ *   mirror_copy.c   a fork copy's parts
+ *   mirror_sync.c   one mirror: its source, its destination, kept up to date
+ *   mirror_fork.c   a fork's copy started, and dropped at an exec when unwritten
+ */
 
-/* mirror_ns.c: acting in a namespace's own directory */
+/* Its container, or its namespace, for the log. */
+static inline const char *mirror__where(const struct mirror *mi)
+{
+	return mi->where;
+}
+
+/* Counted per user: a user's subordinate uids count as the user. */
+static inline struct uid_count *mirror__uid(struct mirrors *m, uid_t uid)
+{
+	return (struct uid_count *)pidmap_get(&m->uids, (pid_t)subids_owner(uid),
+					      sizeof(struct uid_count));
+}
+
+/* mirror_act.c */
 /*
  * Before the agent creates, appends to or removes anything in @mi's
  * directory for it: its credentials now (@c), its directory opened anew
@@ -133,9 +167,27 @@ const char *mirror__where(const struct mirror *mi);
  * directories silently: never written for a namespace).
  */
 int mirror__may_act(struct mirrors *m, const struct mirror *mi, struct proc_creds *c, int *dfd);
+/* The calling thread as @c (actas_end() undoes it); said once when the agent cannot. */
+int mirror__act_begin(const struct proc_creds *c);
 /* The kernel refused what was done as @mi (-@err): counted and said as a refusal. */
 void mirror__act_refused(struct mirrors *m, const struct mirror *mi, const struct proc_creds *c,
 			 int err);
+/* @name removed in @mi's directory, as @mi, while still @fd's file and not open for writing; true when removed. */
+bool mirror__unlink_unwritten(struct mirrors *m, struct mirror *mi, const char *name, int fd,
+			      const struct stat *st);
+
+/* mirror_ended.c */
+/* Pid reuse in its directory: true when the file was an ended process's and is gone (@fd unused). */
+bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st);
+void mirror__keep_ended(struct mirrors *m, const struct mirror *mi);
+void mirror__ended_fini(struct mirrors *m);
+
+/* mirror_copy.c */
+/* A fork copy's next part, at most @cap bytes: bytes written (0: none now, or done). */
+size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns);
+void mirror__copy_free(struct mirrors *m, struct mirror *mi);
+/* The child's own map made in its directory, as the child, for the parent's entries: its fd or -errno (-EPERM: not there). */
+int mirror__copy_in_dir(struct mirrors *m, struct mirror *child, int parent_fd, mode_t mode);
 
 /* mirror_sync.c: one mirror */
 /* A refusal of @st (NULL: of no file), counted and said once per file. */
@@ -161,15 +213,8 @@ uint64_t mirror__offset_before(const struct mirror *mi, uint64_t at_ns);
 /* Note the first and last bytes read, which a rewrite would change. */
 void mirror__remember(struct mirror *mi);
 
-/* mirror_ns.c */
-/* A fork copy's next part, at most @cap bytes: bytes written (0: none now, or done). */
-size_t mirror__copy_step(struct mirrors *m, struct mirror *mi, size_t cap, uint64_t now_ns);
-void mirror__copy_free(struct mirrors *m, struct mirror *mi);
+/* mirror_fork.c (mirrors__copy() is in mirror.h) */
 /* Exec: the map in its directory only the fork's copy, unwritten? Removed there (true). */
 bool mirror__drop_copy(struct mirrors *m, struct mirror *mi);
-/* Pid reuse in its directory: true when the file was an ended process's and is gone (@fd unused). */
-bool mirror__earlier_holders(struct mirrors *m, struct mirror *mi, int fd, const struct stat *st);
-void mirror__keep_ended(struct mirrors *m, const struct mirror *mi);
-void mirror__ended_fini(struct mirrors *m);
 
 #endif /* PERFMAPD_MIRROR_INTERNAL_H */

@@ -25,11 +25,11 @@ void mirror__refuse(struct mirrors *m, struct mirror *mi, enum ns_refusal why,
 {
 	char name[32];
 
-	if (st && st->st_dev == mi->refused_dev && st->st_ino == mi->refused_ino)
+	if (st && st->st_dev == mi->refused.dev && st->st_ino == mi->refused.ino)
 		return;  /* looked at again (a retry): counted already */
 	if (st) {
-		mi->refused_dev = st->st_dev;
-		mi->refused_ino = st->st_ino;
+		mi->refused.dev = st->st_dev;
+		mi->refused.ino = st->st_ino;
 	}
 	m->stats.refused[why]++;
 	m->stats.refused_total++;
@@ -41,18 +41,18 @@ void mirror__refuse(struct mirrors *m, struct mirror *mi, enum ns_refusal why,
 
 static void stop(struct mirrors *m, struct mirror *mi, const char *why)
 {
-	mi->stopped = true;
+	mi->src.stopped = true;
 	pr_warn("mirror %d (%s): %s; mirrored no further, %llu bytes at %s/perf-%d.map", (int)mi->pid,
-		mi->comm, why, (unsigned long long)mi->dst_bytes, m->cfg.map_dir, (int)mi->pid);
+		mi->comm, why, (unsigned long long)mi->dst.bytes, m->cfg.map_dir, (int)mi->pid);
 }
 
 /* ---- marks: how far the source was read, when ---- */
 
 static void mark(struct mirror *mi, uint64_t now_ns)
 {
-	mi->marks[mi->nmarks % MARKS].ns = now_ns;
-	mi->marks[mi->nmarks % MARKS].offset = mi->offset;
-	mi->nmarks++;
+	mi->src.marks[mi->src.nmarks % MARKS].ns = now_ns;
+	mi->src.marks[mi->src.nmarks % MARKS].offset = mi->src.offset;
+	mi->src.nmarks++;
 }
 
 /*
@@ -63,21 +63,21 @@ static void mark(struct mirror *mi, uint64_t now_ns)
  */
 uint64_t mirror__offset_before(const struct mirror *mi, uint64_t at_ns)
 {
-	unsigned int i, n = mi->nmarks < MARKS ? mi->nmarks : MARKS;
+	unsigned int i, n = mi->src.nmarks < MARKS ? mi->src.nmarks : MARKS;
 	uint64_t best = 0, oldest = UINT64_MAX;
 	bool found = false;
 
 	for (i = 0; i < n; i++) {
-		if (mi->marks[i].offset < oldest)
-			oldest = mi->marks[i].offset;
-		if (mi->marks[i].ns < at_ns && mi->marks[i].offset >= best) {
-			best = mi->marks[i].offset;
+		if (mi->src.marks[i].offset < oldest)
+			oldest = mi->src.marks[i].offset;
+		if (mi->src.marks[i].ns < at_ns && mi->src.marks[i].offset >= best) {
+			best = mi->src.marks[i].offset;
 			found = true;
 		}
 	}
 	if (found)
 		return best;
-	return mi->nmarks > MARKS ? oldest : 0;
+	return mi->src.nmarks > MARKS ? oldest : 0;
 }
 
 /* What the mirror remembers of its source's bytes, to tell an append from a rewrite. */
@@ -100,10 +100,10 @@ static uint64_t window_hash(int fd, uint64_t off, size_t len)
 /* The first and the last WINDOW bytes read so far, hashed once more was read. */
 void mirror__remember(struct mirror *mi)
 {
-	size_t n = mi->offset < WINDOW ? (size_t)mi->offset : WINDOW;
+	size_t n = mi->src.offset < WINDOW ? (size_t)mi->src.offset : WINDOW;
 
-	mi->head_hash = window_hash(mi->src_fd, 0, n);
-	mi->tail_hash = window_hash(mi->src_fd, mi->offset - n, n);
+	mi->src.head_hash = window_hash(mi->src.fd, 0, n);
+	mi->src.tail_hash = window_hash(mi->src.fd, mi->src.offset - n, n);
 }
 
 /* ---- the source ---- */
@@ -112,10 +112,10 @@ void mirror__close_source(struct mirrors *m, struct mirror *mi)
 {
 	struct uid_count *u = mirror__uid(m, mi->uid);
 
-	if (mi->src_fd < 0)
+	if (mi->src.fd < 0)
 		return;
-	close(mi->src_fd);
-	mi->src_fd = -1;
+	close(mi->src.fd);
+	mi->src.fd = -1;
 	if (u && u->open)
 		u->open--;
 	m->open--;
@@ -141,12 +141,12 @@ void mirror__try_source(struct mirrors *m, struct mirror *mi)
 	struct stat st;
 	int fd;
 
-	if (mi->src_fd >= 0 || mi->stopped)
+	if (mi->src.fd >= 0 || mi->src.stopped)
 		return;
 	u = mirror__uid(m, mi->uid);
 	if (!u || m->open >= MIRRORS_OPEN_MAX || (mi->uid && u->open >= MIRRORS_PER_UID)) {
-		if (!mi->over_limit) {
-			mi->over_limit = true;
+		if (!mi->refused.over_limit) {
+			mi->refused.over_limit = true;
 			m->stats.over_limit++;
 		}
 		return;
@@ -163,17 +163,17 @@ void mirror__try_source(struct mirrors *m, struct mirror *mi)
 		return;
 	}
 	/* Another file at the name than the one mirrored so far: a new map, read from its start. */
-	if (st.st_dev != mi->src_dev || st.st_ino != mi->src_ino)
-		mi->offset = 0;
+	if (st.st_dev != mi->src.dev || st.st_ino != mi->src.ino)
+		mi->src.offset = 0;
 	if (mirror__earlier_holders(m, mi, fd, &st)) {
 		close(fd);
 		return;
 	}
-	mi->src_fd = fd;
-	mi->src_dev = st.st_dev;
-	mi->src_ino = st.st_ino;
-	mi->mode = st.st_mode & 0666;
-	mi->nmarks = 0;
+	mi->src.fd = fd;
+	mi->src.dev = st.st_dev;
+	mi->src.ino = st.st_ino;
+	mi->dst.mode = st.st_mode & 0666;
+	mi->src.nmarks = 0;
 	mirror__remember(mi);
 	u->open++;
 	m->open++;
@@ -195,24 +195,24 @@ static int take_back(struct mirrors *m, struct mirror *mi, const char *name)
 	struct stat st;
 	int fd;
 
-	if (!mi->prev_ino)
+	if (!mi->prev.ino)
 		return -EEXIST;
 	fd = openat(m->cfg.map_dir_fd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || st.st_dev != mi->prev_dev || st.st_ino != mi->prev_ino ||
+	if (fd < 0 || fstat(fd, &st) || st.st_dev != mi->prev.dev || st.st_ino != mi->prev.ino ||
 	    !S_ISREG(st.st_mode)) {
 		if (fd >= 0)
 			close(fd);
 		return -EEXIST;
 	}
-	mi->dst_fd = fd;
-	mi->dst_dev = st.st_dev;
-	mi->dst_ino = st.st_ino;
+	mi->dst.fd = fd;
+	mi->dst.dev = st.st_dev;
+	mi->dst.ino = st.st_ino;
 	/* Its size is its owner's to change: past the bound, it is at the bound. */
-	mi->dst_bytes = (uint64_t)st.st_size;
-	if (mi->offset < mi->prev_offset)
-		mi->offset = mi->prev_offset;  /* its lines up to there are in it already */
+	mi->dst.bytes = (uint64_t)st.st_size;
+	if (mi->src.offset < mi->prev.offset)
+		mi->src.offset = mi->prev.offset;  /* its lines up to there are in it already */
 	mirror__remember(mi);
-	mi->prev_ino = 0;
+	mi->prev.ino = 0;
 	pr_info("mirror %d (%s): %s/%s could not be moved at its exec; the new image's lines follow the old one's in it",
 		(int)mi->pid, mi->comm, m->cfg.map_dir, name);
 	return 0;
@@ -220,7 +220,7 @@ static int take_back(struct mirrors *m, struct mirror *mi, const char *name)
 
 int mirror__make_dest(struct mirrors *m, struct mirror *mi)
 {
-	mode_t mode = mi->mode ? mi->mode : 0600;
+	mode_t mode = mi->dst.mode ? mi->dst.mode : 0600;
 	char name[32];
 	struct stat st;
 	int fd, err;
@@ -234,8 +234,8 @@ int mirror__make_dest(struct mirrors *m, struct mirror *mi)
 		if (err == -EEXIST && !take_back(m, mi, name))
 			return 0;
 		/* Another file there (a busy move, a planted one): tried again at each tick, said once. */
-		if (err == -EEXIST && !mi->dest_blocked) {
-			mi->dest_blocked = true;
+		if (err == -EEXIST && !mi->refused.dest_blocked) {
+			mi->refused.dest_blocked = true;
 			m->stats.dest_taken++;
 			pr_warn("mirror %d (%s): %s/%s is another file; mirrored once it is gone",
 				(int)mi->pid, mi->comm, m->cfg.map_dir, name);
@@ -249,12 +249,12 @@ int mirror__make_dest(struct mirrors *m, struct mirror *mi)
 		close(fd);
 		return err;
 	}
-	mi->dst_fd = fd;
-	mi->dst_dev = st.st_dev;
-	mi->dst_ino = st.st_ino;
-	mi->dst_bytes = 0;
-	mi->prev_ino = 0;
-	mi->dest_blocked = false;
+	mi->dst.fd = fd;
+	mi->dst.dev = st.st_dev;
+	mi->dst.ino = st.st_ino;
+	mi->dst.bytes = 0;
+	mi->prev.ino = 0;
+	mi->refused.dest_blocked = false;
 	return 0;
 }
 
@@ -266,14 +266,14 @@ void mirror__drop_dest(struct mirrors *m, struct mirror *mi)
 
 	/* A copy into it (the map dir's case) shares its fd: gone first. */
 	mirror__copy_free(m, mi);
-	if (mi->dst_fd < 0)
+	if (mi->dst.fd < 0)
 		return;
 	map_name(mi->pid, name, sizeof(name));
 	if (!fstatat(m->cfg.map_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
-	    st.st_dev == mi->dst_dev && st.st_ino == mi->dst_ino)
+	    st.st_dev == mi->dst.dev && st.st_ino == mi->dst.ino)
 		unlinkat(m->cfg.map_dir_fd, name, 0);
-	close(mi->dst_fd);
-	mi->dst_fd = -1;
+	close(mi->dst.fd);
+	mi->dst.fd = -1;
 }
 
 /* The mirror file as the policy sees a map: for retention and the archive. */
@@ -281,7 +281,7 @@ int mirror__dest_info(const struct mirror *mi, struct map_info *out)
 {
 	struct stat st;
 
-	if (mi->dst_fd < 0 || fstat(mi->dst_fd, &st))
+	if (mi->dst.fd < 0 || fstat(mi->dst.fd, &st))
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->dev = st.st_dev;
@@ -325,22 +325,22 @@ static size_t count_lines(const char *p, size_t n)
  */
 static bool rewritten(struct mirror *mi, const struct stat *st)
 {
-	size_t n = mi->offset < WINDOW ? (size_t)mi->offset : WINDOW;
+	size_t n = mi->src.offset < WINDOW ? (size_t)mi->src.offset : WINDOW;
 
-	if ((uint64_t)st->st_size < mi->offset)
+	if ((uint64_t)st->st_size < mi->src.offset)
 		return true;
-	return n && (window_hash(mi->src_fd, 0, n) != mi->head_hash ||
-		     window_hash(mi->src_fd, mi->offset - n, n) != mi->tail_hash);
+	return n && (window_hash(mi->src.fd, 0, n) != mi->src.head_hash ||
+		     window_hash(mi->src.fd, mi->src.offset - n, n) != mi->src.tail_hash);
 }
 
 static void restart(struct mirrors *m, struct mirror *mi)
 {
 	m->stats.rewritten++;
-	mi->offset = 0;
-	mi->prev_offset = 0;  /* an old mirror taken back gets the new map whole */
-	mi->nmarks = 0;
-	if (mi->dst_fd >= 0 && !ftruncate(mi->dst_fd, 0))
-		mi->dst_bytes = 0;
+	mi->src.offset = 0;
+	mi->prev.offset = 0;  /* an old mirror taken back gets the new map whole */
+	mi->src.nmarks = 0;
+	if (mi->dst.fd >= 0 && !ftruncate(mi->dst.fd, 0))
+		mi->dst.bytes = 0;
 }
 
 /*
@@ -353,10 +353,10 @@ void mirror__follow_name(struct mirrors *m, struct mirror *mi, uint64_t now_ns)
 	struct stat st;
 	char name[32];
 
-	if (mi->src_fd >= 0) {
+	if (mi->src.fd >= 0) {
 		map_name(mi->ns_pid, name, sizeof(name));
 		if (fstatat(mi->dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    (st.st_dev == mi->src_dev && st.st_ino == mi->src_ino))
+		    (st.st_dev == mi->src.dev && st.st_ino == mi->src.ino))
 			return;
 		/* The new file is its map now, whole: the mirror holds it and nothing else. */
 		mirror__close_source(m, mi);
@@ -385,10 +385,10 @@ static long append_lines(struct mirrors *m, struct mirror *mi, size_t got, size_
 	if (!whole)
 		return 0;
 	n = perfmap__canonical_lines(m->buf, whole, &dropped);
-	err = n ? perfmap__write_all(mi->dst_fd, m->buf, n) : 0;
+	err = n ? perfmap__write_all(mi->dst.fd, m->buf, n) : 0;
 	if (err) {
 		/* A part written (a full disk): taken back, no torn line stays. */
-		if (ftruncate(mi->dst_fd, (off_t)mi->dst_bytes))
+		if (ftruncate(mi->dst.fd, (off_t)mi->dst.bytes))
 			pr_debug("mirror %d: cannot cut a partial append: %s", (int)mi->pid,
 				 strerror(errno));
 		return err;
@@ -414,7 +414,7 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 	long whole;
 
 	*spent = 0;
-	if (mi->src_fd < 0 || mi->stopped || fstat(mi->src_fd, &st))
+	if (mi->src.fd < 0 || mi->src.stopped || fstat(mi->src.fd, &st))
 		return true;
 	if (nsroot_check(&st, 0) == NSR_SPARSE) {
 		/* A hole made after it was opened: gigabytes of nothing to read. */
@@ -422,26 +422,26 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 		stop(m, mi, "its map became sparse");
 		return true;
 	}
-	if ((uint64_t)st.st_size != mi->offset && rewritten(mi, &st))
+	if ((uint64_t)st.st_size != mi->src.offset && rewritten(mi, &st))
 		restart(m, mi);
-	mi->behind = (uint64_t)st.st_size - mi->offset;
-	if (!mi->behind)
+	mi->src.behind = (uint64_t)st.st_size - mi->src.offset;
+	if (!mi->src.behind)
 		return true;
 	/* Its host path first: nothing is read for a mirror that cannot be written. */
-	if (mi->dst_fd < 0 && mirror__make_dest(m, mi))
+	if (mi->dst.fd < 0 && mirror__make_dest(m, mi))
 		return false;
-	if (m->cfg.max_bytes && mi->dst_bytes >= m->cfg.max_bytes) {
+	if (m->cfg.max_bytes && mi->dst.bytes >= m->cfg.max_bytes) {
 		m->stats.over_size++;
 		stop(m, mi, "the mirror reached --max-map-bytes");
 		return true;
 	}
-	had = mi->behind;
-	want = mi->behind < cap ? (size_t)mi->behind : cap;
-	if (m->cfg.max_bytes && want > m->cfg.max_bytes - mi->dst_bytes)
-		want = (size_t)(m->cfg.max_bytes - mi->dst_bytes);
+	had = mi->src.behind;
+	want = mi->src.behind < cap ? (size_t)mi->src.behind : cap;
+	if (m->cfg.max_bytes && want > m->cfg.max_bytes - mi->dst.bytes)
+		want = (size_t)(m->cfg.max_bytes - mi->dst.bytes);
 	if (!final && !budget__take(m->budget, mi->uid, want, now_ns))
 		return false;
-	n = pread(mi->src_fd, m->buf, want, (off_t)mi->offset);
+	n = pread(mi->src.fd, m->buf, want, (off_t)mi->src.offset);
 	got = n > 0 ? (size_t)n : 0;
 	whole = append_lines(m, mi, got, &wrote);
 	budget__settle(m->budget, mi->uid, final ? 0 : want, whole > 0 ? (uint64_t)whole : 0);
@@ -460,11 +460,11 @@ static bool sync_pass(struct mirrors *m, struct mirror *mi, size_t cap, bool fin
 		return got >= had;
 	}
 	*spent = (size_t)whole;
-	mi->offset += (uint64_t)whole;
+	mi->src.offset += (uint64_t)whole;
 	mirror__remember(mi);
 	mark(mi, clock_boot_ns());
-	mi->dst_bytes += wrote;
-	mi->behind -= (uint64_t)whole;
+	mi->dst.bytes += wrote;
+	mi->src.behind -= (uint64_t)whole;
 	m->stats.bytes += wrote;
 	m->stats.lines += count_lines(m->buf, wrote);
 	/* Up to date when all there was got read: what is left is a partial line. */
@@ -483,14 +483,14 @@ size_t mirror__sync(struct mirrors *m, struct mirror *mi, size_t cap, bool final
 		if (!spent)
 			break;
 	}
-	if (done || !mi->behind) {
+	if (done || !mi->src.behind) {
 		/*
 		 * What it caught up with was written after the last time it was
 		 * found up to date: the lag is at most the time since.
 		 */
-		if (total && mi->polled_ns)
-			lag_sample(m, now_ns - mi->polled_ns);
-		mi->polled_ns = now_ns;
+		if (total && mi->src.polled_ns)
+			lag_sample(m, now_ns - mi->src.polled_ns);
+		mi->src.polled_ns = now_ns;
 	}
 	return total;
 }

@@ -14,30 +14,23 @@
 /* A file with this much less on disk than its size is sparse: its reader would read nothing. */
 #define SPARSE_SLACK (64u << 10)
 
-static const struct {
-	const char *words, *key;
-} refusals[NSR__COUNT] = {
-	[NSR_NONE] = { "accepted", "refused_none" },
-	[NSR_SYMLINK] = { "is a symlink, refused", "refused_symlink" },
-	[NSR_NOT_REGULAR] = { "is not a regular file, refused", "refused_not_regular" },
-	[NSR_HARD_LINKED] = { "has more than one hard link, refused", "refused_hard_linked" },
-	[NSR_TOO_LARGE] = { "is larger than the size bound, refused", "refused_too_large" },
-	[NSR_SPARSE] = { "is sparse (holes), refused", "refused_sparse" },
-	[NSR_DIR] = { "is a symlink or not a directory, refused", "refused_tmp" },
-	[NSR_FUSE] = { "is on FUSE (or a mount its mount table does not show), whose server could hang the agent, refused",
-		       "refused_fuse" },
-	[NSR_ROOT] = { "cannot be reached (its root or /proc refused it), refused", "refused_root" },
-	[NSR_OWNER] = { "is owned by another uid than its process's, refused", "refused_owner" },
+/* What the log says of each refusal; its count is a status key of perfmapd_counters.def's (refused_*). */
+static const char *const refusals[NSR__COUNT] = {
+	[NSR_NONE] = "accepted",
+	[NSR_SYMLINK] = "is a symlink, refused",
+	[NSR_NOT_REGULAR] = "is not a regular file, refused",
+	[NSR_HARD_LINKED] = "has more than one hard link, refused",
+	[NSR_TOO_LARGE] = "is larger than the size bound, refused",
+	[NSR_SPARSE] = "is sparse (holes), refused",
+	[NSR_DIR] = "is a symlink or not a directory, refused",
+	[NSR_FUSE] = "is on FUSE (or a mount its mount table does not show), whose server could hang the agent, refused",
+	[NSR_ROOT] = "cannot be reached (its root or /proc refused it), refused",
+	[NSR_OWNER] = "is owned by another uid than its process's, refused",
 };
 
 const char *ns_refusal_str(enum ns_refusal r)
 {
-	return r < NSR__COUNT ? refusals[r].words : "?";
-}
-
-const char *ns_refusal_key(enum ns_refusal r)
-{
-	return r < NSR__COUNT ? refusals[r].key : "refused_unknown";
+	return r < NSR__COUNT ? refusals[r] : "?";
 }
 
 static int openat2_fd(int dirfd, const char *path, uint64_t flags, uint64_t mode, uint64_t resolve)

@@ -29,8 +29,6 @@ enum ns_refusal {
 };
 
 const char *ns_refusal_str(enum ns_refusal r);
-/* The status key of a refusal: "refused_symlink", ... */
-const char *ns_refusal_key(enum ns_refusal r);
 
 /*
  * The directory @path (absolute, as the process sees it) inside @pid's root,

@@ -22,55 +22,6 @@
 #include "perfmap.h"
 #include "policy/policy_internal.h"
 
-/* ---- the store, with the dry run and the size bound in front ---- */
-
-bool policy__too_large(struct policy *p, const char *what, pid_t pid, const struct map_info *mi)
-{
-	if (!p->cfg.max_map_bytes || mi->size <= p->cfg.max_map_bytes)
-		return false;
-	p->stats.too_large++;
-	pr_warn("%s %d: %s/perf-%d.map is %llu bytes, over --max-map-bytes %llu; left as it is",
-		what, (int)pid, p->cfg.map_dir, (int)pid, (unsigned long long)mi->size,
-		(unsigned long long)p->cfg.max_map_bytes);
-	return true;
-}
-
-static void count_archived(struct policy *p, enum archive_reason why)
-{
-	switch (why) {
-	case ARCHIVE_EXEC: p->stats.exec_archived++; break;
-	case ARCHIVE_DROP: p->stats.exec_dropped++; break;
-	case ARCHIVE_STALE: p->stats.stale_archived++; break;
-	case ARCHIVE_EXIT: break;  /* the archive counts what it stores */
-	}
-}
-
-/*
- * Move @mi out of @pid's path; 0, -EBUSY (open for writing), -EAGAIN (the
- * archive's queue is full: left in place, counted there), -ESTALE (another
- * file now) or -errno. -EBUSY and -EAGAIN both mean: not now, try again.
- */
-int policy__move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum archive_reason why,
-		     const struct map_info *mi, unsigned int flags)
-{
-	int err;
-
-	/* A squatted map is only renamed: its size costs nothing here, and it must go. */
-	if (!(flags & ARCHIVE_F_SQUATTED) && policy__too_large(p, "archive", pid, mi))
-		return -EFBIG;
-	if (p->cfg.dry_run) {
-		pr_info("dry-run: would move %s/perf-%d.map out of the way (%s)", p->cfg.map_dir,
-			(int)pid, archive_reason_str(why));
-		return 0;
-	}
-	err = p->store.ops->archive(p->store.ctx, pid, start_ticks, why, mi, flags);
-	if (!err)
-		count_archived(p, why);
-	else if (err == -EBUSY)
-		p->stats.busy_deferred++;
-	return err;
-}
-
 /* ---- the process table ---- */
 
 static struct proc *track(struct policy *p, const struct policy_event *ev)
@@ -99,50 +50,6 @@ static struct proc *track(struct policy *p, const struct policy_event *ev)
 }
 
 /* ---- exit ---- */
-
-/* Keep @mi, the map of the ended process (@pid, @start_ticks), for the retention. */
-int policy__retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
-		  bool orphan, uint64_t now_ns)
-{
-	struct retained r = {
-		.pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
-		.orphan = orphan, .uid = mi->uid,
-		.reason = ARCHIVE_EXIT, .dev = mi->dev, .ino = mi->ino, .size = mi->size,
-		.seen_ns = mi->seen_ns, .deadline_ns = now_ns + p->cfg.retention_ns,
-	};
-
-	/* Past the owner's cap: archived at the next tick, not kept at its path (issue 9, M3). */
-	if (retention__exited(p->retained, mi->uid) >= p->cfg.retained_per_uid) {
-		r.deadline_ns = now_ns;
-		p->stats.retained_over_limit++;
-		if (retention__first_over(p->retained, mi->uid))
-			pr_warn("exit %d: uid %u has %zu exited processes' maps retained already; %s/perf-%d.map and its later ones are archived at once (said once until it has none)",
-				(int)pid, (unsigned int)mi->uid, p->cfg.retained_per_uid,
-				p->cfg.map_dir, (int)pid);
-	}
-	if (retention__add(p->retained, &r)) {
-		p->stats.errors++;
-		return -ENOMEM;
-	}
-	p->stats.retained_total++;
-	return 0;
-}
-
-/*
- * A trap at @pid's path (a symlink, a hard link, not a regular file): never
- * a process's map and never movable, it is left in place and said once,
- * wherever the agent meets it first (a scan, a fork, an exit, a copy).
- */
-void policy__say_trap(const struct policy *p, const char *what, pid_t pid,
-		     const struct map_info *mi)
-{
-	char name[32];
-
-	snprintf(name, sizeof(name), "perf-%d.map", (int)pid);
-	if (log_first_time(mi->dev, mi->ino, name))
-		pr_warn("%s %d: %s/%s %s; left in place", what, (int)pid, p->cfg.map_dir, name,
-			perfmap_open_strerror(mi->refused));
-}
 
 /*
  * The process (@pid, @start_ticks) ended at @at. Its map stays for the
@@ -199,32 +106,6 @@ forget:
 }
 
 /* ---- a new holder of a pid ---- */
-
-/*
- * @mi at @pr's path is squatted: never @pr's, never kept for it. Moved aside
- * even while open for writing or with the archive's queue full; what cannot
- * be moved stays, not the process's (so judged again at its next event).
- */
-void policy__move_squatted(struct policy *p, struct proc *pr, const char *what,
-			  const struct map_info *mi)
-{
-	int err;
-
-	err = policy__move_away(p, pr->tgid, 0, ARCHIVE_STALE, mi, ARCHIVE_F_SQUATTED);
-	if (!err) {
-		p->stats.squatted_moved++;
-		pr_warn("%s %d (%s): %s/perf-%d.map belongs to uid %u, not to the process's uid %u: put there by another user; moved aside",
-			what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
-			(unsigned int)mi->uid, (unsigned int)pr->uid);
-		return;
-	}
-	if (err == -ENOENT || err == -ESTALE)
-		return;  /* gone, or another file by now: the index reports that one */
-	p->stats.squatted_left++;
-	pr_warn("%s %d (%s): %s/perf-%d.map belongs to uid %u, not to the process's uid %u: put there by another user; cannot be moved (%s), left, not the process's",
-		what, (int)pr->tgid, pr->comm, p->cfg.map_dir, (int)pr->tgid,
-		(unsigned int)mi->uid, (unsigned int)pr->uid, strerror(-err));
-}
 
 /*
  * @pr is a process new at its pid. A map an earlier holder left at the path
@@ -339,7 +220,7 @@ static void on_fork(struct policy *p, const struct policy_event *ev, uint64_t no
 	/* A vfork child shares the parent's memory only until it execs. */
 	if (ev->flags & POLICY_EVF_VFORK)
 		return;
-	pr->retry_pstart = ev->pstart;
+	pr->copy.retry_pstart = ev->pstart;
 	policy__after_copy(p, pr, policy__copy_from_parent(p, pr, ev->pstart, ev->at, COPY_OP_CREATE, now_ns),
 		   now_ns);
 }
@@ -362,7 +243,7 @@ static void on_found(struct policy *p, const struct policy_event *ev, uint64_t n
 		return;
 	pr_info("scan: %d (%s) forked from %d unseen; copying", (int)pr->tgid, pr->comm,
 		(int)pr->ppid);
-	pr->retry_pstart = parent->start;
+	pr->copy.retry_pstart = parent->start;
 	policy__after_copy(p, pr, policy__copy_from_parent(p, pr, parent->start, SPAN_UNKNOWN, COPY_OP_CREATE, now_ns),
 		   now_ns);
 }
@@ -390,18 +271,18 @@ static void on_exec(struct policy *p, const struct policy_event *ev, uint64_t no
 	pr = track(p, ev);
 	if (!pr)
 		return;
-	pr->retry_until_ns = 0;
+	pr->copy.retry_until_ns = 0;
 	policy__jit_exec(p, pr);
 	/* A new image owns no map yet, and has judged none. */
-	pr->own_ino = 0;
-	pr->not_own_ino = 0;
+	pr->judged.own_ino = 0;
+	pr->judged.not_own_ino = 0;
 	pr->image = ev->at;
 	/* Mirrored, or newly in another namespace (a container's init execs after its unshare). */
 	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) && !policy__ns_exec(p, pr, ev, now_ns))
 		goto forget_copy;
 	if (look(p, pr->tgid, latest(ev->at), &mi))
 		goto forget_copy;
-	if (copied_here(pr, &mi) && mi.size == pr->copy_size) {
+	if (copied_here(pr, &mi) && mi.size == pr->copy.size) {
 		/* Only the parent's entries, as perfmapd wrote them: none is the new image's. */
 		j = (struct judgement){ EARLIER, BY_IDENTITY, "only perfmapd's copy, unchanged" };
 		why = ARCHIVE_DROP;
@@ -659,6 +540,11 @@ void policy__set_limits(struct policy *p, uint64_t retention_ns, uint64_t copy_r
 	budget__set(p->copy_budget, copy_rate, copy_burst);
 }
 
+uint64_t policy__retention_ns(const struct policy *p)
+{
+	return p->cfg.retention_ns;
+}
+
 void policy__free(struct policy *p)
 {
 	if (!p)
@@ -706,7 +592,7 @@ void policy__map_appeared(struct policy *p, pid_t pid, uint64_t now_ns)
 	}
 	if (look(p, pid, 0, &mi))
 		return;
-	if (pr->jit_state == JIT_LOST && !mi.refused)
+	if (pr->jit.state == JIT_LOST && !mi.refused)
 		policy__jit_named(p, pr);
 	if ((pr->flags & (PROC_FOREIGN_NS | PROC_MIRRORED)) || copied_here(pr, &mi))
 		return;

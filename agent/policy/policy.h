@@ -89,51 +89,19 @@ struct policy_config {
 #define POLICY_COPY_BOUNDS_NS { 500000, 1000000, 2500000, 5000000, 10000000, 25000000, \
 				50000000, 100000000, 250000000, 1000000000 }
 
-/* What `perfmapctl status` reports of the policy; every counter only grows. */
+/*
+ * The policy's counters: every one only grows. Those `perfmapctl status`
+ * reports are declared in perfmapd_counters.def (its PERFMAPD_POLICY rows:
+ * the field, its status key and metric, what it counts); the rest here.
+ */
 struct policy_stats {
-	uint64_t copies_created, copies_appended, copies_by_runtime, copies_failed;
-	uint64_t copies_failed_quiet;  /* failed alike to the failure last logged: not logged */
-	uint64_t resource_deferred;    /* copies and moves put off: the agent was out of fds or memory */
-	uint64_t copies_skipped_exec;  /* the child exec'd before the copy: nothing to name */
-	uint64_t copies_deferred;      /* sent to the worker, off the event loop */
-	uint64_t copies_over_budget;   /* refused: the uid's copy budget or its share of the queue spent */
-	uint64_t copies_queue_full;    /* put off: the worker's whole queue was full; tried again */
-	uint64_t copy_bytes;           /* written by copies */
+#define PERFMAPD_POLICY(key, field, ...) uint64_t field;
+#include "perfmapd_counters.def"
 	/* Copies with an exact fork-to-link time, per bucket (not cumulative), and their sum. */
 	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];
 	uint64_t copy_latency_sum_ns;
-	uint64_t copy_entries_left_out; /* naming memory the child did not inherit */
-	uint64_t copies_unfiltered;    /* the child's mappings unreadable: every entry copied */
-	uint64_t foreign_ns;           /* processes in another mount or pid namespace, not mirrored */
-	uint64_t ns_mirrored;          /* ...whose maps are mirrored to our path (policy_ns.c) */
 	uint64_t ns_copies;            /* fork copies made in a child's own namespace */
-	uint64_t stale_archived;       /* maps an earlier holder of the pid wrote */
-	uint64_t exec_archived;        /* the old image's map */
-	uint64_t exec_dropped;         /* only our copy, never written */
-	uint64_t exec_kept;            /* the new image's own, kept */
-	uint64_t ambiguous_kept;       /* the evidence could not tell: kept, nothing lost */
-	uint64_t by_index, by_identity, by_mappings;  /* which evidence decided */
 	uint64_t retained_total;       /* exited processes' maps kept for --retention */
-	uint64_t too_large;            /* over --max-map-bytes: neither copied nor archived */
-	uint64_t busy_deferred;        /* open for writing: not moved this time */
-	uint64_t orphans_over_limit;   /* maps without a process past their owner's bound: left in place */
-	uint64_t orphan_checks_dropped; /* such maps made past ORPHAN_QUEUE waiting: left in place, unweighed */
-	uint64_t retained_over_limit;  /* exited maps past their owner's RETAINED_PER_UID: archived at once */
-	uint64_t orphan_traps;         /* maps without a process that are symlinks, hard links, not files: left */
-	uint64_t squatted_moved;       /* another uid's map at a new holder's path: moved aside, never kept */
-	uint64_t squatted_left;        /* ...that could not be moved: left in place, not the holder's */
-	uint64_t errors;
-	/* JIT code and its names (policy_jit.c) */
-	uint64_t jit_regions_seen;     /* anonymous or memfd executable mappings reported */
-	uint64_t jit_unknown;          /* ...of processes not (yet) in the table: not counted */
-	uint64_t jit_watch_dropped;    /* processes not judged: JIT_QUEUE were waiting */
-	uint64_t lost_symbols_total;   /* processes found running JIT code with no map (said once each) */
-	uint64_t lost_symbols_named;   /* ...whose map appeared later */
-	uint64_t lost_symbols_unsaid;  /* ...not said: their uid's lines were spent */
-	/* Holds (policy_hold.c) */
-	uint64_t holds;                /* asked for, and taken */
-	uint64_t holds_refused;        /* HELD_MAX processes were held already */
-	uint64_t held_past_retention;  /* exited maps kept past their retention for a holder */
 };
 
 /* ---- the policy ---- */
@@ -197,6 +165,8 @@ size_t policy__held(const struct policy *p);
 size_t policy__processes(const struct policy *p);
 /* Exited processes' maps waiting at their paths. */
 size_t policy__retained(const struct policy *p);
+/* How long an exited process's map stays at its path now (as a SIGHUP left it). */
+uint64_t policy__retention_ns(const struct policy *p);
 /*
  * A runtime maps its first code before it names it: a process is judged to
  * run JIT code without a map only this long after its first region.

@@ -111,18 +111,18 @@ static bool parents_own(struct policy *p, struct proc *parent, const struct map_
 	 * Judged so before, and unchanged: every fork of a parent asks, and the
 	 * judgement reads the file and /proc. Said once per file.
 	 */
-	if (same_file(pm, parent->not_own_dev, parent->not_own_ino) &&
-	    pm->size == parent->not_own_size)
+	if (same_file(pm, parent->judged.not_own_dev, parent->judged.not_own_ino) &&
+	    pm->size == parent->judged.not_own_size)
 		return false;
 	/* Against the image running now: a map from before its exec is an old image's. */
 	policy__judge(p, parent->tgid, parent->start_ticks, pm, parent->image, NULL, MAPPINGS_OWN, &j);
 	if (j.verdict == EARLIER) {
-		if (!same_file(pm, parent->not_own_dev, parent->not_own_ino))
+		if (!same_file(pm, parent->judged.not_own_dev, parent->judged.not_own_ino))
 			pr_info("copy %d: %s/perf-%d.map is not the parent's (%s); not copied, for this and later forks while it stays",
 				(int)parent->tgid, p->cfg.map_dir, (int)parent->tgid, j.why);
-		parent->not_own_dev = pm->dev;
-		parent->not_own_ino = pm->ino;
-		parent->not_own_size = pm->size;
+		parent->judged.not_own_dev = pm->dev;
+		parent->judged.not_own_ino = pm->ino;
+		parent->judged.not_own_size = pm->size;
 		return false;
 	}
 	own_map(parent, pm);
@@ -211,7 +211,7 @@ static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int
 	p->stats.copy_bytes += res->bytes;
 	/* The child has a map: its runtime's, unless an exec made it a new image's. */
 	if (err == -EEXIST && op == COPY_OP_CREATE && !settling)
-		return policy__copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN, COPY_OP_APPEND, now_ns);
+		return policy__copy_from_parent(p, pr, pr->copy.retry_pstart, SPAN_UNKNOWN, COPY_OP_APPEND, now_ns);
 	/* The worker saw the child exec before its copy showed: nothing to name. */
 	if (err == -ECANCELED) {
 		p->stats.copies_skipped_exec++;
@@ -243,9 +243,9 @@ static int copy_finished(struct policy *p, struct proc *pr, enum copy_op op, int
 	/* Only a map that is nothing but the copy may later be deleted as such. */
 	if (res->kind == COPY_CREATED) {
 		pr->flags |= PROC_COPIED;
-		pr->copy_dev = res->map.dev;
-		pr->copy_ino = res->map.ino;
-		pr->copy_size = res->map.size;
+		pr->copy.dev = res->map.dev;
+		pr->copy.ino = res->map.ino;
+		pr->copy.size = res->map.size;
 	}
 	if (res->kind != COPY_BY_RUNTIME)
 		own_map(pr, &res->map);
@@ -309,9 +309,9 @@ static int defer_copy(struct policy *p, struct proc *pr, struct copy_req *rq, en
 		return err == -EBUSY ? -EBUSY : -ENOMEM;
 	}
 	p->stats.copies_deferred++;
-	pr->copy_ticket = p->tickets;
-	pr->copy_charged = cost;
-	pr->copy_op = op;
+	pr->copy.ticket = p->tickets;
+	pr->copy.charged = cost;
+	pr->copy.op = op;
 	pr_debug("copy %d -> %d (%s): %llu bytes of data; made off the event loop",
 		 (int)pr->ppid, (int)pr->tgid, pr->comm, (unsigned long long)cost);
 	return -EINPROGRESS;
@@ -400,13 +400,13 @@ void policy__after_copy(struct policy *p, struct proc *pr, int ret, uint64_t now
 	if (ret == -EINPROGRESS)
 		return;  /* the worker's result decides */
 	if (ret == -EBUSY) {
-		pr->retry_until_ns = RETRY_NO_DEADLINE;
+		pr->copy.retry_until_ns = RETRY_NO_DEADLINE;
 	} else if (!copy_again(ret)) {
-		pr->retry_until_ns = 0;
-	} else if (!pr->retry_until_ns || pr->retry_until_ns == RETRY_NO_DEADLINE) {
-		pr->retry_until_ns = now_ns + COPY_RETRY_NS;
-	} else if (now_ns >= pr->retry_until_ns) {
-		pr->retry_until_ns = 0;
+		pr->copy.retry_until_ns = 0;
+	} else if (!pr->copy.retry_until_ns || pr->copy.retry_until_ns == RETRY_NO_DEADLINE) {
+		pr->copy.retry_until_ns = now_ns + COPY_RETRY_NS;
+	} else if (now_ns >= pr->copy.retry_until_ns) {
+		pr->copy.retry_until_ns = 0;
 		p->stats.copies_failed++;
 		if (ret == -EAGAIN)
 			pr_err("copy %d -> %d: %s/perf-%d.map still ends in an unfinished line; parent's entries not added",
@@ -428,13 +428,13 @@ void policy__settle_copy(struct policy *p, struct proc *pr, const char *what, ui
 	struct copy_result res = { 0 };
 	int err;
 
-	if (!pr->copy_ticket)
+	if (!pr->copy.ticket)
 		return;
-	err = p->store.ops->copy_settle(p->store.ctx, pr->tgid, pr->copy_ticket, &res);
-	pr->copy_ticket = 0;
-	pr->retry_until_ns = 0;
+	err = p->store.ops->copy_settle(p->store.ctx, pr->tgid, pr->copy.ticket, &res);
+	pr->copy.ticket = 0;
+	pr->copy.retry_until_ns = 0;
 	if (err == -ECANCELED) {
-		budget__settle(p->copy_budget, pr->uid, pr->copy_charged, 0);
+		budget__settle(p->copy_budget, pr->uid, pr->copy.charged, 0);
 		if (!strcmp(what, "exec'd"))
 			p->stats.copies_skipped_exec++;
 		pr_debug("copy %d -> %d (%s): the child %s before its copy was made; stopped",
@@ -451,7 +451,7 @@ void policy__settle_copy(struct policy *p, struct proc *pr, const char *what, ui
 			 (int)pr->ppid, (int)pr->tgid, pr->comm, what);
 		return;
 	}
-	copy_finished(p, pr, (enum copy_op)pr->copy_op, err, &res, pr->copy_charged, true, now_ns);
+	copy_finished(p, pr, (enum copy_op)pr->copy.op, err, &res, pr->copy.charged, true, now_ns);
 }
 
 void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
@@ -460,15 +460,15 @@ void policy__copy_done(struct policy *p, pid_t child, uint64_t ticket, int err,
 	struct proc *pr = proctab_find(&p->procs, child);
 
 	/* Settled already: the child exec'd or ended while its copy was made (charged then). */
-	if (!pr || pr->copy_ticket != ticket) {
+	if (!pr || pr->copy.ticket != ticket) {
 		p->stats.copy_bytes += res->bytes;
 		pr_debug("copy -> %d: done after the child exec'd or ended (%s)", (int)child,
 			 err ? strerror(-err) : "made");
 		return;
 	}
-	pr->copy_ticket = 0;
-	policy__after_copy(p, pr, copy_finished(p, pr, (enum copy_op)pr->copy_op, err, res,
-					pr->copy_charged, false, now_ns), now_ns);
+	pr->copy.ticket = 0;
+	policy__after_copy(p, pr, copy_finished(p, pr, (enum copy_op)pr->copy.op, err, res,
+					pr->copy.charged, false, now_ns), now_ns);
 }
 
 /* Uids whose share of the worker's queue was full at this tick: their other waiting copies wait for the next. */
@@ -493,12 +493,12 @@ void policy__retry_copies(struct policy *p, uint64_t now_ns)
 	pidmap_for_each(&p->procs.map, i, n, next) {
 		pr = proc_of(n);
 		/* One copy at a time: one in the worker tells when it is done. */
-		if (!pr->retry_until_ns || pr->copy_ticket)
+		if (!pr->copy.retry_until_ns || pr->copy.ticket)
 			continue;
 		/* One refusal a tick per uid: a thousand waiting children cost no thousand opens. */
-		if (pr->retry_until_ns == RETRY_NO_DEADLINE && uid_in(full, nfull, pr->uid))
+		if (pr->copy.retry_until_ns == RETRY_NO_DEADLINE && uid_in(full, nfull, pr->uid))
 			continue;
-		ret = policy__copy_from_parent(p, pr, pr->retry_pstart, SPAN_UNKNOWN, COPY_OP_CREATE, now_ns);
+		ret = policy__copy_from_parent(p, pr, pr->copy.retry_pstart, SPAN_UNKNOWN, COPY_OP_CREATE, now_ns);
 		if (ret == -EBUSY && nfull < FULL_UIDS_MAX && !uid_in(full, nfull, pr->uid))
 			full[nfull++] = pr->uid;
 		policy__after_copy(p, pr, ret, now_ns);

@@ -1,5 +1,5 @@
 /*
- * Holds: a profiler (perfmapctl profile, through hold.c's socket) asks that
+ * Holds: a profiler (perfmapctl profile, through holds.c's socket) asks that
  * the maps of the processes it sampled stay at their paths until its report
  * is written. A held process's exited map waits past its retention; a hold
  * names the process by (pid, start time), so a later holder of the pid is

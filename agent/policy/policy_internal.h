@@ -136,18 +136,18 @@ static inline int look(struct policy *p, pid_t pid, uint64_t at_ns, struct map_i
 
 static inline bool copied_here(const struct proc *pr, const struct map_info *mi)
 {
-	return (pr->flags & PROC_COPIED) && same_file(mi, pr->copy_dev, pr->copy_ino);
+	return (pr->flags & PROC_COPIED) && same_file(mi, pr->copy.dev, pr->copy.ino);
 }
 
 static inline void own_map(struct proc *pr, const struct map_info *mi)
 {
-	pr->own_dev = mi->dev;
-	pr->own_ino = mi->ino;
+	pr->judged.own_dev = mi->dev;
+	pr->judged.own_ino = mi->ino;
 }
 
 static inline bool is_own(const struct proc *pr, const struct map_info *mi)
 {
-	return pr->own_ino && same_file(mi, pr->own_dev, pr->own_ino);
+	return pr->judged.own_ino && same_file(mi, pr->judged.own_dev, pr->judged.own_ino);
 }
 
 /*

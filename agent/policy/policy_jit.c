@@ -22,17 +22,17 @@ static void watch(struct policy *p, struct proc *pr, uint64_t now_ns)
 {
 	struct jit_watch *w;
 
-	if (pr->jit_state != JIT_NONE)
+	if (pr->jit.state != JIT_NONE)
 		return;
 	if (p->jit_len == JIT_QUEUE) {
 		p->stats.jit_watch_dropped++;
-		pr->jit_state = JIT_UNJUDGED;
+		pr->jit.state = JIT_UNJUDGED;
 		return;
 	}
 	w = &p->jit_q[(p->jit_head + p->jit_len++) % JIT_QUEUE];
 	*w = (struct jit_watch){ pr->tgid, pr->start_ticks, now_ns + JIT_GRACE_NS };
-	pr->jit_state = JIT_WATCH;
-	pr->jit_due_ns = w->due_ns;
+	pr->jit.state = JIT_WATCH;
+	pr->jit.due_ns = w->due_ns;
 }
 
 void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns)
@@ -45,11 +45,11 @@ void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd,
 		p->stats.jit_unknown++;
 		return;
 	}
-	pr->jit_regions++;
+	pr->jit.regions++;
 	if (memfd)
-		pr->memfd_bytes += len;
+		pr->jit.memfd_bytes += len;
 	else
-		pr->jit_bytes += len;
+		pr->jit.bytes += len;
 	watch(p, pr, now_ns);
 }
 
@@ -62,12 +62,12 @@ void policy__exec_mappings_found(struct policy *p, pid_t pid, uint64_t start_tic
 	if (!pr || pr->start_ticks != start_ticks || !regions)
 		return;
 	/* The kernel's reports since are in the sums already; /proc is what is mapped now. */
-	if (pr->jit_regions < regions)
-		pr->jit_regions = regions;
-	if (pr->jit_bytes < jit_bytes)
-		pr->jit_bytes = jit_bytes;
-	if (pr->memfd_bytes < memfd_bytes)
-		pr->memfd_bytes = memfd_bytes;
+	if (pr->jit.regions < regions)
+		pr->jit.regions = regions;
+	if (pr->jit.bytes < jit_bytes)
+		pr->jit.bytes = jit_bytes;
+	if (pr->jit.memfd_bytes < memfd_bytes)
+		pr->jit.memfd_bytes = memfd_bytes;
 	watch(p, pr, now_ns);
 }
 
@@ -75,17 +75,17 @@ void policy__jit_exec(struct policy *p, struct proc *pr)
 {
 	(void)p;
 	/* A watch still queued for the old image is not the new one's (jit_due_ns): let go. */
-	pr->jit_bytes = pr->memfd_bytes = 0;
-	pr->jit_due_ns = 0;
-	pr->jit_regions = 0;
-	pr->jit_state = JIT_NONE;
+	pr->jit.bytes = pr->jit.memfd_bytes = 0;
+	pr->jit.due_ns = 0;
+	pr->jit.regions = 0;
+	pr->jit.state = JIT_NONE;
 }
 
 void policy__jit_named(struct policy *p, struct proc *pr)
 {
-	if (pr->jit_state != JIT_LOST)
+	if (pr->jit.state != JIT_LOST)
 		return;
-	pr->jit_state = JIT_NAMED;
+	pr->jit.state = JIT_NAMED;
 	p->stats.lost_symbols_named++;
 	pr_info("lost symbols: %d (%s) has a map now: %s/perf-%d.map", (int)pr->tgid, pr->comm,
 		p->cfg.map_dir, (int)pr->tgid);
@@ -95,14 +95,14 @@ static void say_lost(struct policy *p, const struct proc *pr)
 {
 	char jit[32], memfd[48] = "";
 
-	fmt_bytes(pr->jit_bytes, jit, sizeof(jit));
-	if (pr->memfd_bytes) {
-		fmt_bytes(pr->memfd_bytes, memfd + 6, sizeof(memfd) - 6);
+	fmt_bytes(pr->jit.bytes, jit, sizeof(jit));
+	if (pr->jit.memfd_bytes) {
+		fmt_bytes(pr->jit.memfd_bytes, memfd + 6, sizeof(memfd) - 6);
 		memcpy(memfd, " (and ", 6);
 		snprintf(memfd + strlen(memfd), sizeof(memfd) - strlen(memfd), " memfd-backed)");
 	}
 	pr_warn("lost symbols: %d (%s) runs %s of JIT code%s in %u executable regions and has no %s/perf-%d.map: perf shows its JIT frames as hex; 'perfmapctl doctor %d' says why",
-		(int)pr->tgid, pr->comm, jit, memfd, pr->jit_regions, p->cfg.map_dir,
+		(int)pr->tgid, pr->comm, jit, memfd, pr->jit.regions, p->cfg.map_dir,
 		(int)pr->tgid, (int)pr->tgid);
 }
 
@@ -113,14 +113,14 @@ static void judge(struct policy *p, struct proc *pr, uint64_t now_ns)
 
 	/* A container's map is found only when it is mirrored to our path. */
 	if ((pr->flags & PROC_FOREIGN_NS) && !(pr->flags & PROC_MIRRORED)) {
-		pr->jit_state = JIT_UNJUDGED;
+		pr->jit.state = JIT_UNJUDGED;
 		return;
 	}
 	if (!look(p, pr->tgid, 0, &mi) && !mi.refused) {
-		pr->jit_state = JIT_NAMED;
+		pr->jit.state = JIT_NAMED;
 		return;
 	}
-	pr->jit_state = JIT_LOST;
+	pr->jit.state = JIT_LOST;
 	p->stats.lost_symbols_total++;
 	if (budget__take(p->lost_lines, pr->uid, 1, now_ns))
 		say_lost(p, pr);
@@ -140,8 +140,8 @@ void policy__jit_tick(struct policy *p, uint64_t now_ns)
 		p->jit_head = (p->jit_head + 1) % JIT_QUEUE;
 		p->jit_len--;
 		pr = proctab_find(&p->procs, w->pid);
-		if (!pr || pr->start_ticks != w->start_ticks || pr->jit_state != JIT_WATCH ||
-		    pr->jit_due_ns != w->due_ns)
+		if (!pr || pr->start_ticks != w->start_ticks || pr->jit.state != JIT_WATCH ||
+		    pr->jit.due_ns != w->due_ns)
 			continue;
 		judge(p, pr, now_ns);
 	}
@@ -158,13 +158,13 @@ void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy
 	*lost = 0;
 	pidmap_for_each(&p->procs.map, i, n, next) {
 		pr = proc_of(n);
-		if (pr->jit_state == JIT_NONE)
+		if (pr->jit.state == JIT_NONE)
 			continue;
-		if (pr->jit_state == JIT_LOST)
+		if (pr->jit.state == JIT_LOST)
 			(*lost)++;
 		j = (struct policy_jit){
-			.pid = pr->tgid, .regions = pr->jit_regions, .jit_bytes = pr->jit_bytes,
-			.memfd_bytes = pr->memfd_bytes, .lost = pr->jit_state == JIT_LOST,
+			.pid = pr->tgid, .regions = pr->jit.regions, .jit_bytes = pr->jit.bytes,
+			.memfd_bytes = pr->jit.memfd_bytes, .lost = pr->jit.state == JIT_LOST,
 		};
 		memcpy(j.comm, pr->comm, sizeof(j.comm));
 		if (fn)

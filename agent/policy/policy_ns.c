@@ -15,16 +15,16 @@
 
 static struct ns_req ns_req_of(const struct policy *p, const struct proc *pr)
 {
-	struct ns_req rq = { .pid = pr->tgid, .ns_pid = pr->ns_pid,
+	struct ns_req rq = { .pid = pr->tgid, .ns_pid = pr->ns.pid,
 			     .start_ticks = pr->start_ticks, .uid = pr->uid, .gid = pr->gid,
-			     .mnt_ns = pr->mnt_ns, .comm = pr->comm };
+			     .mnt_ns = pr->ns.mnt_ns, .comm = pr->comm };
 	const struct proc *a = pr;
 	size_t n = 0;
 
 	/* Up the known parents, while in the same mount namespace: a short, bounded walk. */
 	while (n < sizeof(rq.kin) / sizeof(rq.kin[0]) && a->ppid > 0 && a->ppid != a->tgid) {
 		a = proctab_find(&p->procs, a->ppid);
-		if (!a || a->mnt_ns != pr->mnt_ns)
+		if (!a || a->ns.mnt_ns != pr->ns.mnt_ns)
 			break;
 		rq.kin[n++] = a->tgid;
 	}
@@ -34,7 +34,7 @@ static struct ns_req ns_req_of(const struct policy *p, const struct proc *pr)
 void policy__ns_track(struct proc *pr, const struct policy_event *ev, bool fresh)
 {
 	if (ev->ns_pid)
-		pr->ns_pid = ev->ns_pid;
+		pr->ns.pid = ev->ns_pid;
 	if (!(ev->flags & POLICY_EVF_FOREIGN)) {
 		/* In our namespaces (again): a host process; a mirror is ended at its exec. */
 		pr->flags &= ~(PROC_FOREIGN_NS | PROC_NS_OURS);
@@ -42,7 +42,7 @@ void policy__ns_track(struct proc *pr, const struct policy_event *ev, bool fresh
 	}
 	/* Not placed yet, or in another mount namespace than where it was: to be placed. */
 	if (fresh || !(pr->flags & (PROC_NS_OURS | PROC_MIRRORED)) ||
-	    (ev->mnt_ns && ev->mnt_ns != pr->mnt_ns))
+	    (ev->mnt_ns && ev->mnt_ns != pr->ns.mnt_ns))
 		pr->flags |= PROC_FOREIGN_NS;
 }
 
@@ -112,9 +112,9 @@ bool policy__ns_place(struct policy *p, struct proc *pr, const struct policy_eve
 	int err = -ENOTSUP;
 	struct ns_req rq;
 
-	pr->mnt_ns = ev->mnt_ns;
+	pr->ns.mnt_ns = ev->mnt_ns;
 	rq = ns_req_of(p, pr);
-	if (ops->ns_attach && pr->ns_pid)
+	if (ops->ns_attach && pr->ns.pid)
 		err = ops->ns_attach(p->store.ctx, &rq, &place);
 	if (err || place == NS_REFUSED) {
 		/* A mirror it had ends here, and stays for the retention, as at an exit. */

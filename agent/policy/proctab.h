@@ -18,6 +18,48 @@ enum proc_flags {
 	PROC_MIRRORED = 1 << 4,    /* another namespace: its map is mirrored to our path (mirror.c) */
 };
 
+/* What the copy of its parent's entries into its map left and does (policy_copy.c). */
+struct proc_copy {
+	/* The child's map as perfmapd's copy left it: was it written since? */
+	dev_t dev;
+	ino_t ino;
+	uint64_t size;
+	/* A copy in the worker (policy__copy_done): its ticket (0: none), what it does, what it was charged. */
+	uint64_t ticket;
+	uint64_t charged;
+	int op;
+	/* A copy waiting for the child's runtime to finish a line. */
+	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
+	struct span retry_pstart;
+};
+
+/* What was judged of the maps at its path, not judged again while they stay (policy_judge.c). */
+struct proc_judged {
+	/* The map last judged its own. */
+	dev_t own_dev;
+	ino_t own_ino;
+	/* The map last judged not its own (an old image's), at this size. */
+	dev_t not_own_dev;
+	ino_t not_own_ino;
+	uint64_t not_own_size;
+};
+
+/* Its image's JIT code as the kernel reported it (policy_jit.c): mapped, never unmapped. */
+struct proc_jit {
+	uint64_t bytes;            /* anonymous executable: what perf-<pid>.map names */
+	uint64_t memfd_bytes;      /* memfd-backed executable: perf never looks these up in a map */
+	uint32_t regions;
+	uint8_t state;             /* enum jit_state */
+	uint64_t due_ns;           /* its watch's: one queued for an earlier image is not it */
+};
+
+/* Where it runs when not in the agent's namespaces (policy_ns.c). */
+struct proc_ns {
+	pid_t pid;                 /* its pid in its own pid namespace (0: not known) */
+	uint64_t mnt_ns;           /* the mount namespace it was placed in */
+};
+
+/* A process the policy tracks: who it is, and a part for each file of the policy that decides for it. */
 struct proc {
 	struct pidmap_node node;   /* keyed by tgid */
 	pid_t tgid;
@@ -28,33 +70,11 @@ struct proc {
 	uid_t uid;
 	gid_t gid;
 	uint32_t flags;
-	pid_t ns_pid;              /* its pid in its own pid namespace (0: not known) */
-	uint64_t mnt_ns;           /* the mount namespace it was placed in (policy_ns.c) */
-	/* The child's map as perfmapd's copy left it: was it written since? */
-	dev_t copy_dev;
-	ino_t copy_ino;
-	uint64_t copy_size;
-	/* The map last judged its own: not weighed again while it stays. */
-	dev_t own_dev;
-	ino_t own_ino;
-	/* The map last judged not its own (an old image's), at this size: not weighed again. */
-	dev_t not_own_dev;
-	ino_t not_own_ino;
-	uint64_t not_own_size;
-	/* A copy in the worker (policy__copy_done): its ticket (0: none), what it does, what it was charged. */
-	uint64_t copy_ticket;
-	uint64_t copy_charged;
-	int copy_op;
-	/* A copy waiting for the child's runtime to finish a line. */
-	uint64_t retry_until_ns;   /* CLOCK_BOOTTIME; 0: none waiting */
-	struct span retry_pstart;
-	/* Its image's JIT code as the kernel reported it (policy_jit.c): mapped, never unmapped. */
-	uint64_t jit_bytes;        /* anonymous executable: what perf-<pid>.map names */
-	uint64_t memfd_bytes;      /* memfd-backed executable: perf never looks these up in a map */
-	uint32_t jit_regions;
-	uint8_t jit_state;         /* enum jit_state */
-	uint64_t jit_due_ns;       /* its watch's: one queued for an earlier image is not it */
-	char comm[LOG_COMM_LEN];     /* escaped, as the event had it */
+	char comm[LOG_COMM_LEN];   /* escaped, as the event had it */
+	struct proc_copy copy;
+	struct proc_judged judged;
+	struct proc_jit jit;
+	struct proc_ns ns;
 };
 
 /* Does a process run JIT code without a map? Judged once a while after its first region. */

@@ -11,7 +11,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -23,18 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "archive/archive.h"
 #include "lib/clock.h"
-#include "in/events.h"
-#include "in/execmap.h"
 #include "lib/log.h"
 #include "report/metrics.h"
 #include "report/metrics_conns.h"
 #include "report/metrics_text.h"
-#include "mirror/mirror.h"
-#include "mirror/nsroot.h"
 #include "perfmap_tools.h"
-#include "policy/policy.h"
 #include "lib/subids.h"
 
 #define METRICS_TEXT_MAX (64 * 1024)   /* some 10 KB today: room to grow */
@@ -93,13 +86,13 @@ int metrics_parse_listen(const char *spec, struct sockaddr_storage *addr)
 	memcpy(host, h, hlen);
 	host[hlen] = '\0';
 	if (getaddrinfo(host, colon + 1, &hints, &res) || !res)
-		goto cleanup;
+		goto free_addrinfo;
 	if (res->ai_addrlen > sizeof(*addr))
-		goto cleanup;
+		goto free_addrinfo;
 	memset(addr, 0, sizeof(*addr));
 	memcpy(addr, res->ai_addr, res->ai_addrlen);
 	err = 0;
-cleanup:
+free_addrinfo:
 	if (res)
 		freeaddrinfo(res);
 	return err;
@@ -225,12 +218,12 @@ struct metrics *metrics__start(const char *spec)
 	m->next = calloc(1, METRICS_TEXT_MAX);
 	if (!m->text || !m->next) {
 		errno = ENOMEM;
-		goto fail;
+		goto free_metrics;
 	}
 	/* Per owner, as every per-uid bound of the agent's: a subordinate range counts as its user. */
 	m->conns = metrics_conns__new(CONN_REQUEST_MS, CONN_ANSWER_MS, subids_owner);
 	if (!m->conns)
-		goto fail;
+		goto free_metrics;
 	if (addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* epoll: the agent's fds go past FD_SETSIZE (raise_fd_limit()), where select() cannot look. */
@@ -245,41 +238,28 @@ struct metrics *metrics__start(const char *spec)
 	if (!m->mhd) {
 		/* The library says why only in its log; binding is what fails in practice. */
 		errno = errno ?: EADDRNOTAVAIL;
-		goto fail;
+		goto free_metrics;
 	}
 	return m;
-fail:
+free_metrics:
 	err = errno;
 	metrics__free(m);
 	errno = err;
 	return NULL;
 }
 
-/* Fields 14, 15 (utime, stime), 22 (starttime), 23 (vsize) and 24 (rss) of /proc/self/stat. */
-static int read_self_stat(struct metrics_process *p, uint64_t *start_ticks)
+/* utime and stime, vsize and rss of /proc/self/stat, by libperfmap's parser. */
+static int read_self_stat(struct metrics_process *p)
 {
-	unsigned long long utime, stime, start, vsize, rss;
-	char buf[1024], *end;
-	ssize_t n;
-	int fd;
+	struct perfmap_proc_stat st;
+	int err;
 
-	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	end = strrchr(buf, ')');
-	/* After the comm: state (3) ... utime (14) is the 12th field on. */
-	if (!end || sscanf(end + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %llu",
-			   &utime, &stime, &start, &vsize, &rss) != 5)
-		return -EINVAL;
-	p->cpu_ticks = utime + stime;
-	p->vm_bytes = vsize;
-	p->rss_bytes = rss * (uint64_t)sysconf(_SC_PAGESIZE);
-	*start_ticks = start;
+	err = perfmap__proc_stat_read_self(&st);
+	if (err)
+		return err;
+	p->cpu_ticks = st.utime_ticks + st.stime_ticks;
+	p->vm_bytes = st.vsize_bytes;
+	p->rss_bytes = st.rss_pages * (uint64_t)sysconf(_SC_PAGESIZE);
 	return 0;
 }
 
@@ -298,16 +278,15 @@ static uint64_t count_fds(void)
 }
 
 /* The process_* metrics, read again once a second at most: listing the fds costs one per fd. */
-static void read_process(struct metrics *m, uint64_t now_ns, uint64_t started_ns)
+static void read_process(struct metrics *m, uint64_t now_ns, uint64_t uptime_s)
 {
 	struct metrics_process *p = &m->proc;
-	uint64_t start_ticks;
 	struct rlimit rl;
 
 	if (m->proc_read_ns && now_ns - m->proc_read_ns < PROCESS_EVERY_NS)
 		return;
 	m->proc_read_ns = now_ns;
-	p->known = !read_self_stat(p, &start_ticks);
+	p->known = !read_self_stat(p);
 	if (!p->known)
 		return;
 	p->ticks_per_s = (uint64_t)sysconf(_SC_CLK_TCK);
@@ -315,13 +294,7 @@ static void read_process(struct metrics *m, uint64_t now_ns, uint64_t started_ns
 	p->max_fds = !getrlimit(RLIMIT_NOFILE, &rl) ? (uint64_t)rl.rlim_cur : 0;
 	/* The wall clock when the agent started: now less the monotonic time since. */
 	if (!p->start_time_s)
-		p->start_time_s = (uint64_t)time(NULL) - (now_ns - started_ns) / 1000000000;
-}
-
-static void count_jit(const struct policy_jit *j, void *ctx)
-{
-	(void)j;
-	(*(uint64_t *)ctx)++;
+		p->start_time_s = (uint64_t)time(NULL) - uptime_s;
 }
 
 /* The endpoint's connections, from the table the HTTP thread keeps: a copy under its lock. */
@@ -340,102 +313,17 @@ static void gather_http(struct metrics *m, struct metrics_values *v)
 	v->http_expired_answer = st.expired_answer;
 }
 
-static void gather(struct metrics *m, const struct status_sources *src, struct metrics_values *v)
+void metrics__update(struct metrics *m, struct metrics_values *v)
 {
-	const struct policy_stats *s = policy__stats(src->policy);
-	struct archive_stats as;
-	uint64_t lost = 0;
-
-	*v = (struct metrics_values){
-		.version = m->version, .bpf = events__kind(src->events),
-		.exec_maps = src->exec_source,
-		.uptime_s = (clock_mono_ns() - src->started_ns) / 1000000000,
-		.processes = policy__processes(src->policy),
-		.events_fork = events__received(src->events, 1),
-		.events_exec = events__received(src->events, 2),
-		.events_exit = events__received(src->events, 3),
-		.events_dropped = events__dropped(src->events), .resyncs = src->resyncs,
-		.copies_created = s->copies_created, .copies_appended = s->copies_appended,
-		.copies_by_runtime = s->copies_by_runtime,
-		.copies_skipped_exec = s->copies_skipped_exec,
-		.copies_over_budget = s->copies_over_budget, .copy_bytes = s->copy_bytes,
-		.copy_entries_left_out = s->copy_entries_left_out,
-		.copy_latency_sum_ns = s->copy_latency_sum_ns,
-		.retained = policy__retained(src->policy),
-		.archive_max_bytes = src->archive_max_bytes,
-		.exec_archived = s->exec_archived, .exec_dropped = s->exec_dropped,
-		.exec_kept = s->exec_kept, .stale_archived = s->stale_archived,
-		.ambiguous_kept = s->ambiguous_kept, .by_index = s->by_index,
-		.by_identity = s->by_identity, .by_mappings = s->by_mappings,
-		.lost_symbols_total = s->lost_symbols_total,
-		.lost_symbols_named = s->lost_symbols_named,
-		.err_policy = s->errors, .err_copy = s->copies_failed,
-		.copies_queue_full = s->copies_queue_full,
-		.copies_resource_deferred = s->resource_deferred,
-		.retention_s = src->retention_s,
-		.held_processes = policy__held(src->policy),
-		.held_past_retention = s->held_past_retention,
-		.host_traps = s->orphan_traps, .squatted_moved = s->squatted_moved,
-		.squatted_left = s->squatted_left, .too_large = s->too_large,
-	};
-	memcpy(v->copy_latency, s->copy_latency, sizeof(v->copy_latency));
-	archive__usage(src->ar, &v->archive_files, &v->archive_bytes);
-	archive__stats(src->ar, &as);
-	v->archived = as.archived;
-	v->archive_evicted = as.evicted;
-	v->err_archive = as.failed;
-	if (src->mirrors) {
-		const struct mirror_stats *ms = mirrors__stats(src->mirrors);
-
-		v->mirroring = true;
-		v->mirrors = mirrors__active(src->mirrors);
-		v->mirrors_started = ms->started;
-		v->mirror_bytes = ms->bytes;
-		v->mirror_behind_bytes = mirrors__behind(src->mirrors);
-		v->mirror_lag_p99_ms = mirrors__lag_p99_ms(src->mirrors);
-		v->mirror_lag_max_ms = ms->lag_max_ms;
-		v->ns_ambiguous = ms->ambiguous;
-		v->err_ns_copy = ms->ns_copies_failed;
-	}
-	/*
-	 * Every reason, 0 with --no-mirrors: a family without samples would leave
-	 * the alert rules that name it nothing to read.
-	 */
-	for (int why = NSR_NONE + 1; why < NSR__COUNT && v->n_ns_refused < METRICS_REASONS_MAX; why++) {
-		const char *key = ns_refusal_key(why);
-
-		/* The status key less its "refused_": symlink, not_regular, ... */
-		if (!strncmp(key, "refused_", 8))
-			key += 8;
-		v->ns_refused[v->n_ns_refused].reason = key;
-		v->ns_refused[v->n_ns_refused++].n =
-			src->mirrors ? mirrors__stats(src->mirrors)->refused[why] : 0;
-	}
-	for (int why = 0; why < NSW__COUNT && v->n_ns_writes_refused < METRICS_REASONS_MAX; why++) {
-		/* The status key less its "ns_writes_refused_": not_its_dir, unmapped, ... */
-		v->ns_writes_refused[v->n_ns_writes_refused].reason =
-			ns_write_refusal_key(why) + strlen("ns_writes_refused_");
-		v->ns_writes_refused[v->n_ns_writes_refused++].n =
-			src->mirrors ? mirrors__stats(src->mirrors)->writes_refused[why] : 0;
-	}
-	v->mirror_lines_dropped = src->mirrors ? mirrors__stats(src->mirrors)->lines_dropped : 0;
-	if (src->execmap)
-		v->err_exec_maps_lost = execmap__lost(src->execmap);
-	gather_http(m, v);
-	policy__for_each_jit(src->policy, count_jit, &v->jit_processes, &lost);
-	v->lost_symbol_processes = lost;
-	read_process(m, clock_mono_ns(), src->started_ns);
-	v->proc = m->proc;
-}
-
-void metrics__update(struct metrics *m, const struct status_sources *src)
-{
-	struct metrics_values v;
 	size_t len;
 	char *old;
 
-	gather(m, src, &v);
-	len = metrics_render(&v, m->next, METRICS_TEXT_MAX);
+	v->version = m->version;
+	v->n_http_open = v->n_http_refused = 0;
+	gather_http(m, v);
+	read_process(m, clock_mono_ns(), v->v[PMC_uptime_s]);
+	v->proc = m->proc;
+	len = metrics_render(v, m->next, METRICS_TEXT_MAX);
 	pthread_mutex_lock(&m->lock);
 	old = m->text;
 	m->text = m->next;

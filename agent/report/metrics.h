@@ -4,7 +4,7 @@
 
 #include <sys/socket.h>
 
-#include "report/status.h"
+struct metrics_values;
 
 struct metrics;
 
@@ -20,8 +20,12 @@ int metrics_parse_listen(const char *spec, struct sockaddr_storage *addr);
  * published by metrics__update(). NULL and errno when it cannot listen.
  */
 struct metrics *metrics__start(const char *spec);
-/* The loop's thread: render what @src reads now and publish it for the next scrapes. */
-void metrics__update(struct metrics *m, const struct status_sources *src);
+/*
+ * The loop's thread: @v's counters (read by the report), with what the
+ * endpoint reads of its own connections and of the agent process, rendered
+ * and published for the next scrapes.
+ */
+void metrics__update(struct metrics *m, struct metrics_values *v);
 /* Stop serving (connections open are closed) and free; NULL is fine. */
 void metrics__free(struct metrics *m);
 

@@ -3,6 +3,8 @@
  * counters. Names follow Prometheus's conventions: a perfmapd_ prefix,
  * _total on counters, seconds and bytes; labels name kinds, never pids.
  * The agent process's own are process_*, as every client library names them.
+ * Which families there are, their HELP and their samples: the counter table
+ * (perfmapd_counters.def); a few the endpoint reads itself.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,215 +108,113 @@ static void one(struct metrics_text *m, const char *name, const char *type, cons
 	metrics_text__sample(m, name, NULL, NULL, v);
 }
 
-static void build_info(struct metrics_text *m, const struct metrics_values *v)
+static void build_info(struct metrics_text *m, const struct perfmapd_family *f,
+		       const struct metrics_values *v)
 {
 	char ver[64], bpf[64], exec[64];
 
-	escape(v->version, ver, sizeof(ver));
-	escape(v->bpf, bpf, sizeof(bpf));
-	escape(v->exec_maps, exec, sizeof(exec));
-	metrics_text__family(m, "perfmapd_build_info", "gauge",
-		     "Always 1: perfmapd's version, the BPF program kind loaded and where executable mappings are learned.");
-	line(m, "perfmapd_build_info{version=\"%s\",bpf=\"%s\",exec_maps=\"%s\"} 1\n", ver, bpf, exec);
+	escape(v->version ? v->version : "", ver, sizeof(ver));
+	escape(v->bpf ? v->bpf : "", bpf, sizeof(bpf));
+	escape(v->exec_maps ? v->exec_maps : "", exec, sizeof(exec));
+	metrics_text__family(m, f->name, "gauge", f->help);
+	line(m, "%s{version=\"%s\",bpf=\"%s\",exec_maps=\"%s\"} 1\n", f->name, ver, bpf, exec);
 }
 
-static void events(struct metrics_text *m, const struct metrics_values *v)
+/* The buckets' bounds in seconds, from the policy's own in nanoseconds. */
+static void copy_seconds(struct metrics_text *m, const struct perfmapd_family *f,
+			 const struct metrics_values *v)
 {
-	static const char n[] = "perfmapd_events_total";
+	static const uint64_t bounds_ns[POLICY_COPY_BUCKETS] = POLICY_COPY_BOUNDS_NS;
+	double bounds[POLICY_COPY_BUCKETS];
 
-	metrics_text__family(m, n, "counter", "Process events read from the BPF ring buffer, by kind.");
-	metrics_text__sample(m, n, "kind", "fork", v->events_fork);
-	metrics_text__sample(m, n, "kind", "exec", v->events_exec);
-	metrics_text__sample(m, n, "kind", "exit", v->events_exit);
-	one(m, "perfmapd_events_dropped_total", "counter",
-	    "Events the BPF side could not queue: the ring buffer was full.", v->events_dropped);
-	one(m, "perfmapd_resyncs_total", "counter",
-	    "Scans of /proc after dropped events.", v->resyncs);
-	one(m, "perfmapd_processes", "gauge", "Processes tracked.", v->processes);
+	for (size_t i = 0; i < POLICY_COPY_BUCKETS; i++)
+		bounds[i] = bounds_ns[i] / 1e9;
+	metrics_text__histogram(m, f->name, f->help, bounds, v->copy_latency, POLICY_COPY_BUCKETS,
+				v->copy_latency_sum_ns / 1e9);
 }
 
-static void copies(struct metrics_text *m, const struct metrics_values *v)
+static void by_reason(struct metrics_text *m, const struct perfmapd_family *f,
+		      const struct metrics_reason *r, size_t n)
 {
-	static const double bounds[POLICY_COPY_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005, 0.01,
-							     0.025, 0.05, 0.1, 0.25, 1 };
-	static const char n[] = "perfmapd_fork_copies_total";
-	static const char s[] = "perfmapd_fork_copies_skipped_total";
-
-	metrics_text__family(m, n, "counter",
-		     "Forked children given their parent's map entries, by kind: a new map, appended to the child's own, or copied by the runtime itself.");
-	metrics_text__sample(m, n, "kind", "created", v->copies_created);
-	metrics_text__sample(m, n, "kind", "appended", v->copies_appended);
-	metrics_text__sample(m, n, "kind", "by_runtime", v->copies_by_runtime);
-	metrics_text__family(m, s, "counter",
-		     "Fork copies not made, by reason: the child exec'd first, or its uid's copy budget was spent.");
-	metrics_text__sample(m, s, "reason", "exec", v->copies_skipped_exec);
-	metrics_text__sample(m, s, "reason", "over_budget", v->copies_over_budget);
-	metrics_text__family(m, "perfmapd_fork_copies_put_off_total", "counter",
-		     "Fork copies put off and tried again, by reason: the worker threads' queue (or the uid's share of it) was full, or the agent was out of file descriptors or memory.");
-	metrics_text__sample(m, "perfmapd_fork_copies_put_off_total", "reason", "queue_full",
-		     v->copies_queue_full);
-	metrics_text__sample(m, "perfmapd_fork_copies_put_off_total", "reason", "resources",
-		     v->copies_resource_deferred);
-	metrics_text__histogram(m, "perfmapd_fork_copy_seconds",
-			"Time from a fork to the child's new map at its path, of copies whose times are exact.",
-			bounds, v->copy_latency, POLICY_COPY_BUCKETS, v->copy_latency_sum_ns / 1e9);
-	one(m, "perfmapd_fork_copy_bytes_total", "counter", "Bytes written by fork copies.",
-	    v->copy_bytes);
-	one(m, "perfmapd_fork_copy_entries_left_out_total", "counter",
-	    "Entries naming memory a child did not inherit, left out of its copy.",
-	    v->copy_entries_left_out);
+	metrics_text__family(m, f->name, counters_type_name(f->type), f->help);
+	for (size_t i = 0; i < n; i++)
+		metrics_text__sample(m, f->name, f->label, r[i].reason, r[i].n);
 }
 
-static void maps(struct metrics_text *m, const struct metrics_values *v)
+/* The agent process itself, under the names every client library gives them: none unread. */
+static void process(struct metrics_text *m, const struct perfmapd_family *f,
+		    enum perfmapd_family_id id, const struct metrics_process *p)
 {
-	one(m, "perfmapd_retained_maps", "gauge",
-	    "Exited processes' maps kept at their paths for --retention.", v->retained);
-	one(m, "perfmapd_retention_seconds", "gauge",
-	    "How long an exited process's map stays at its path (--retention; SIGHUP changes it).",
-	    v->retention_s);
-	one(m, "perfmapd_held_processes", "gauge",
-	    "Processes whose maps a profiler holds at their paths until its report (perfmapctl profile).",
-	    v->held_processes);
-	one(m, "perfmapd_maps_held_past_retention_total", "counter",
-	    "Exited processes' maps kept past their retention because a profiler held them.",
-	    v->held_past_retention);
-	one(m, "perfmapd_archived_maps_total", "counter", "Maps stored in the archive.", v->archived);
-	one(m, "perfmapd_archive_evicted_maps_total", "counter",
-	    "Archived maps the --archive-max-bytes quota deleted.", v->archive_evicted);
-	one(m, "perfmapd_archive_files", "gauge", "Maps the archive holds.", v->archive_files);
-	one(m, "perfmapd_archive_bytes", "gauge", "Bytes the archive holds.", v->archive_bytes);
-	one(m, "perfmapd_archive_max_bytes", "gauge", "The archive's quota (--archive-max-bytes).",
-	    v->archive_max_bytes);
-}
+	const char *type = counters_type_name(f->type);
 
-static void mirrors(struct metrics_text *m, const struct metrics_values *v)
-{
-	one(m, "perfmapd_mirroring", "gauge",
-	    "1 when maps of processes in other namespaces (containers) are mirrored, 0 with --no-mirrors.",
-	    v->mirroring);
-	one(m, "perfmapd_mirrors", "gauge", "Container maps mirrored to the map directory now.",
-	    v->mirrors);
-	one(m, "perfmapd_mirrors_started_total", "counter", "Mirrors started.", v->mirrors_started);
-	one(m, "perfmapd_mirror_bytes_total", "counter", "Bytes written to mirrors.", v->mirror_bytes);
-	one(m, "perfmapd_mirror_behind_bytes", "gauge",
-	    "Bytes written in containers not yet mirrored.", v->mirror_behind_bytes);
-	metrics_text__family(m, "perfmapd_mirror_lag_p99_seconds", "gauge",
-		     "99th percentile of the recent lag from a write in a container to its mirror.");
-	metrics_text__sample_f(m, "perfmapd_mirror_lag_p99_seconds", v->mirror_lag_p99_ms / 1e3);
-	metrics_text__family(m, "perfmapd_mirror_lag_max_seconds", "gauge",
-		     "Largest lag from a write in a container to its mirror.");
-	metrics_text__sample_f(m, "perfmapd_mirror_lag_max_seconds", v->mirror_lag_max_ms / 1e3);
-}
-
-static void refusals(struct metrics_text *m, const struct metrics_values *v)
-{
-	static const char c[] = "perfmapd_container_maps_refused_total";
-	static const char h[] = "perfmapd_host_maps_refused_total";
-	static const char w[] = "perfmapd_container_writes_refused_total";
-	size_t i;
-
-	metrics_text__family(m, c, "counter",
-		     "Maps in containers not mirrored, by reason: a symlink, not a regular file, hard-linked, over --max-map-bytes, sparse, an unsafe map directory, FUSE, an unreachable root, another uid's.");
-	for (i = 0; i < v->n_ns_refused; i++)
-		metrics_text__sample(m, c, "reason", v->ns_refused[i].reason, v->ns_refused[i].n);
-	metrics_text__family(m, w, "counter",
-		     "Nothing created or removed for a process in its container's map directory, by reason: a directory its user namespace does not own (a host path bound there), ids the namespace does not map, not allowed to the process itself, the process gone. Its fork copy went to its mirror alone.");
-	for (i = 0; i < v->n_ns_writes_refused; i++)
-		metrics_text__sample(m, w, "reason", v->ns_writes_refused[i].reason, v->ns_writes_refused[i].n);
-	metrics_text__family(m, "perfmapd_mirror_lines_dropped_total", "counter",
-		     "Lines of containers' maps that are no entry: neither mirrored nor copied.");
-	metrics_text__sample(m, "perfmapd_mirror_lines_dropped_total", NULL, NULL, v->mirror_lines_dropped);
-	metrics_text__family(m, h, "counter",
-		     "Map paths in --map-dir the agent would not touch, by reason: a trap with no process (symlink, hard link, not a file), another uid's map at a new holder's path (moved aside, or left when it could not be), over --max-map-bytes.");
-	metrics_text__sample(m, h, "reason", "trap", v->host_traps);
-	metrics_text__sample(m, h, "reason", "squatted_moved", v->squatted_moved);
-	metrics_text__sample(m, h, "reason", "squatted_left", v->squatted_left);
-	metrics_text__sample(m, h, "reason", "too_large", v->too_large);
-}
-
-static void decisions(struct metrics_text *m, const struct metrics_values *v)
-{
-	static const char n[] = "perfmapd_decisions_total";
-	static const char e[] = "perfmapd_decisions_by_evidence_total";
-
-	metrics_text__family(m, n, "counter",
-		     "Exec and pid-reuse decisions by kind: the old image's map archived, only the agent's copy dropped, the new image's own kept, an earlier holder's archived, or the evidence could not tell and the map was kept.");
-	metrics_text__sample(m, n, "kind", "exec_archived", v->exec_archived);
-	metrics_text__sample(m, n, "kind", "exec_dropped", v->exec_dropped);
-	metrics_text__sample(m, n, "kind", "exec_kept", v->exec_kept);
-	metrics_text__sample(m, n, "kind", "stale_archived", v->stale_archived);
-	metrics_text__sample(m, n, "kind", "ambiguous_kept", v->ambiguous_kept);
-	metrics_text__sample(m, n, "kind", "container_ambiguous", v->ns_ambiguous);
-	metrics_text__family(m, e, "counter", "Which evidence settled each decision.");
-	metrics_text__sample(m, e, "evidence", "index", v->by_index);
-	metrics_text__sample(m, e, "evidence", "identity", v->by_identity);
-	metrics_text__sample(m, e, "evidence", "mappings", v->by_mappings);
-}
-
-static void jit(struct metrics_text *m, const struct metrics_values *v)
-{
-	one(m, "perfmapd_jit_processes", "gauge", "Processes running JIT code.", v->jit_processes);
-	one(m, "perfmapd_lost_symbol_processes", "gauge",
-	    "Processes running JIT code with no map now: perf shows their JIT frames as hex.",
-	    v->lost_symbol_processes);
-	one(m, "perfmapd_lost_symbols_total", "counter",
-	    "Processes found running JIT code with no map.", v->lost_symbols_total);
-	one(m, "perfmapd_lost_symbols_named_later_total", "counter",
-	    "Of those, processes whose map appeared later.", v->lost_symbols_named);
-}
-
-static void errors(struct metrics_text *m, const struct metrics_values *v)
-{
-	static const char n[] = "perfmapd_errors_total";
-
-	metrics_text__family(m, n, "counter",
-		     "Errors by kind: the policy's moves and removals, fork copies, archive stores, copies in containers, mmap reports lost.");
-	metrics_text__sample(m, n, "kind", "policy", v->err_policy);
-	metrics_text__sample(m, n, "kind", "fork_copy", v->err_copy);
-	metrics_text__sample(m, n, "kind", "archive", v->err_archive);
-	metrics_text__sample(m, n, "kind", "container_copy", v->err_ns_copy);
-	metrics_text__sample(m, n, "kind", "exec_maps_lost", v->err_exec_maps_lost);
-}
-
-/* This endpoint's own connections: who holds its slots, and who was turned away. */
-static void http(struct metrics_text *m, const struct metrics_values *v)
-{
-	static const char o[] = "perfmapd_http_connections";
-	static const char r[] = "perfmapd_http_connections_refused_total";
-	static const char e[] = "perfmapd_http_connections_expired_total";
-	size_t i;
-
-	metrics_text__family(m, o, "gauge",
-		     "Connections to this endpoint open now, by kind of peer: root, system (a uid below 1000), user (any other uid), remote (in another network namespace or host: its uid is not known).");
-	for (i = 0; i < v->n_http_open; i++)
-		metrics_text__sample(m, o, "peer", v->http_open[i].reason, v->http_open[i].n);
-	metrics_text__family(m, r, "counter",
-		     "Connections to this endpoint closed at their accept, by kind of peer: the slots of its kind, or its uid's or address's share of them, were taken; gone: the peer had closed its end.");
-	for (i = 0; i < v->n_http_refused; i++)
-		metrics_text__sample(m, r, "peer", v->http_refused[i].reason, v->http_refused[i].n);
-	metrics_text__family(m, e, "counter",
-		     "Connections to this endpoint closed at a deadline, by phase: no whole request in time after the accept, or the answer not read in time after the request.");
-	metrics_text__sample(m, e, "phase", "request", v->http_expired_request);
-	metrics_text__sample(m, e, "phase", "answer", v->http_expired_answer);
-}
-
-/* The names every Prometheus client library exports for its process: dashboards expect them. */
-static void process(struct metrics_text *m, const struct metrics_process *p)
-{
 	if (!p->known)
 		return;
-	metrics_text__family(m, "process_cpu_seconds_total", "counter",
-		     "Total user and system CPU time spent in seconds.");
-	metrics_text__sample_f(m, "process_cpu_seconds_total",
-		       p->ticks_per_s ? (double)p->cpu_ticks / (double)p->ticks_per_s : 0);
-	one(m, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
-	    p->rss_bytes);
-	one(m, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
-	    p->vm_bytes);
-	one(m, "process_open_fds", "gauge", "Number of open file descriptors.", p->open_fds);
-	one(m, "process_max_fds", "gauge", "Maximum number of open file descriptors.", p->max_fds);
-	one(m, "process_start_time_seconds", "gauge",
-	    "Start time of the process since unix epoch in seconds.", p->start_time_s);
+	switch (id) {
+	case PMF_process_cpu_seconds_total:
+		metrics_text__family(m, f->name, type, f->help);
+		metrics_text__sample_f(m, f->name,
+				       p->ticks_per_s ? (double)p->cpu_ticks / (double)p->ticks_per_s : 0);
+		return;
+	case PMF_process_resident_memory_bytes: one(m, f->name, type, f->help, p->rss_bytes); return;
+	case PMF_process_virtual_memory_bytes: one(m, f->name, type, f->help, p->vm_bytes); return;
+	case PMF_process_open_fds: one(m, f->name, type, f->help, p->open_fds); return;
+	case PMF_process_max_fds: one(m, f->name, type, f->help, p->max_fds); return;
+	case PMF_process_start_time_seconds: one(m, f->name, type, f->help, p->start_time_s); return;
+	default: return;
+	}
+}
+
+/* A family whose samples the endpoint reads itself (PMS_OWN). */
+static void own(struct metrics_text *m, enum perfmapd_family_id id, const struct metrics_values *v)
+{
+	const struct perfmapd_family *f = &perfmapd_families[id];
+
+	switch (id) {
+	case PMF_perfmapd_build_info:
+		build_info(m, f, v);
+		return;
+	case PMF_perfmapd_fork_copy_seconds:
+		copy_seconds(m, f, v);
+		return;
+	case PMF_perfmapd_http_connections:
+		by_reason(m, f, v->http_open, v->n_http_open);
+		return;
+	case PMF_perfmapd_http_connections_refused_total:
+		by_reason(m, f, v->http_refused, v->n_http_refused);
+		return;
+	case PMF_perfmapd_http_connections_expired_total: {
+		const struct metrics_reason phases[] = {
+			{ "request", v->http_expired_request }, { "answer", v->http_expired_answer },
+		};
+
+		by_reason(m, f, phases, 2);
+		return;
+	}
+	default:
+		process(m, f, id, &v->proc);
+		return;
+	}
+}
+
+/* A family of the table's counters: one sample each, in the table's order. */
+static void from_counters(struct metrics_text *m, enum perfmapd_family_id id,
+			  const struct metrics_values *v)
+{
+	const struct perfmapd_family *f = &perfmapd_families[id];
+
+	metrics_text__family(m, f->name, counters_type_name(f->type), f->help);
+	for (int i = 0; i < PMC__COUNT; i++) {
+		const struct perfmapd_counter *c = &perfmapd_counters[i];
+
+		if (c->family != id)
+			continue;
+		if (c->unit == PMU_MS)
+			metrics_text__sample_f(m, f->name, v->v[i] / 1e3);
+		else if (f->label[0])
+			metrics_text__sample(m, f->name, f->label, c->label, v->v[i]);
+		else
+			metrics_text__sample(m, f->name, NULL, NULL, v->v[i]);
+	}
 }
 
 size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
@@ -322,17 +222,11 @@ size_t metrics_render(const struct metrics_values *v, char *buf, size_t cap)
 	struct metrics_text m;
 
 	metrics_text__init(&m, buf, cap);
-	build_info(&m, v);
-	one(&m, "perfmapd_uptime_seconds", "gauge", "Seconds since the agent started.", v->uptime_s);
-	events(&m, v);
-	copies(&m, v);
-	maps(&m, v);
-	mirrors(&m, v);
-	refusals(&m, v);
-	decisions(&m, v);
-	jit(&m, v);
-	errors(&m, v);
-	http(&m, v);
-	process(&m, &v->proc);
+	for (int id = PMF_NONE + 1; id < PMF__COUNT; id++) {
+		if (perfmapd_families[id].samples == PMS_OWN)
+			own(&m, id, v);
+		else
+			from_counters(&m, id, v);
+	}
 	return m.len;
 }

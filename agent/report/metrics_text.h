@@ -7,10 +7,11 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+#include "report/counters.h"
 
 #define METRICS_REASONS_MAX 16
 
-/* A count by reason, its label value given by the piece that counts it. */
+/* A count by a label value the endpoint names itself (a kind of peer). */
 struct metrics_reason {
 	const char *reason;
 	uint64_t n;
@@ -26,44 +27,18 @@ struct metrics_process {
 	uint64_t open_fds, max_fds;
 };
 
-/* What the exposition shows: read from the agent's pieces by metrics.c, in the loop's thread. */
+/*
+ * What the exposition shows: the table's counters (report.c reads them) and
+ * what the endpoint reads of itself (metrics.c), in the loop's thread.
+ */
 struct metrics_values {
+	uint64_t v[PMC__COUNT];        /* perfmapd_counters.def's counters, by PMC_<key> */
 	const char *version;           /* perfmapd's, as --version prints it */
 	const char *bpf;               /* BPF program kind loaded: tp_btf or raw_tp */
 	const char *exec_maps;         /* how executable mappings are learned */
-	uint64_t uptime_s;
-	uint64_t processes;            /* tracked now */
-	uint64_t events_fork, events_exec, events_exit;
-	uint64_t events_dropped;       /* the ring buffer was full */
-	uint64_t resyncs;              /* scans of /proc after drops */
-	uint64_t copies_created, copies_appended, copies_by_runtime;
-	uint64_t copies_skipped_exec, copies_over_budget;
-	uint64_t copies_queue_full, copies_resource_deferred;  /* put off, tried again */
-	uint64_t copy_bytes, copy_entries_left_out;
-	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];  /* per bucket, not cumulative */
+	/* Fork copies' latency: per POLICY_COPY_BOUNDS_NS bucket (not cumulative), and the sum. */
+	uint64_t copy_latency[POLICY_COPY_BUCKETS + 1];
 	uint64_t copy_latency_sum_ns;
-	uint64_t retained;             /* exited processes' maps at their paths now */
-	uint64_t retention_s;          /* --retention, as SIGHUP left it */
-	uint64_t held_processes;       /* profilers hold now (hold.c) */
-	uint64_t held_past_retention;  /* exited maps kept past their retention for a holder */
-	uint64_t archived, archive_evicted, archive_files, archive_bytes, archive_max_bytes;
-	bool mirroring;
-	uint64_t mirrors, mirrors_started, mirror_bytes, mirror_behind_bytes;
-	uint64_t mirror_lag_p99_ms, mirror_lag_max_ms;
-	/* Container maps refused (symlink, FIFO, sparse, ...): a hostile container's mark. */
-	struct metrics_reason ns_refused[METRICS_REASONS_MAX];
-	size_t n_ns_refused;
-	/* Nothing written for a process in its namespace's directory: not its, unmapped ids, denied. */
-	struct metrics_reason ns_writes_refused[METRICS_REASONS_MAX];
-	size_t n_ns_writes_refused;
-	uint64_t mirror_lines_dropped; /* lines of containers' maps that are no entry */
-	/* Host map paths refused: traps left alone, another uid's map at a holder's path. */
-	uint64_t host_traps, squatted_moved, squatted_left, too_large;
-	uint64_t exec_archived, exec_dropped, exec_kept, stale_archived, ambiguous_kept;
-	uint64_t ns_ambiguous;         /* mirrors: a container's map whose writer could not be told */
-	uint64_t by_index, by_identity, by_mappings;
-	uint64_t jit_processes, lost_symbol_processes, lost_symbols_total, lost_symbols_named;
-	uint64_t err_policy, err_copy, err_archive, err_ns_copy, err_exec_maps_lost;
 	/* This endpoint's connections by kind of peer: open now, and refused at their accept. */
 	struct metrics_reason http_open[METRICS_REASONS_MAX], http_refused[METRICS_REASONS_MAX];
 	size_t n_http_open, n_http_refused;

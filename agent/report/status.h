@@ -1,45 +1,28 @@
-/* The status report `perfmapctl status` prints: what the agent tracks, one "key: value" per line. */
+/* The status text `perfmapctl status` reads: one "key: value" line per counter shown, in the table's order. */
 #ifndef PERFMAPD_STATUS_H
 #define PERFMAPD_STATUS_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-struct archive;
-struct events;
-struct execmap;
-struct holds;
-struct jitscan;
-struct mapwatch;
-struct policy;
+#include "report/counters.h"
 
-/* What the report is made of: the agent's pieces, read only. */
-struct status_sources {
-	const char *map_dir;
-	int map_dir_fd;
-	const char *archive_dir;
-	uint64_t archive_max_bytes;
-	uint64_t retention_s;
-	bool dry_run;
-	uint64_t started_ns;          /* CLOCK_MONOTONIC */
-	uint64_t resyncs;
-	uint64_t rescans, rescans_deferred;   /* listings of the map directory after start */
-	uint64_t status_served, status_throttled;
-	const struct policy *policy;
-	struct events *events;
-	const struct mapwatch *mw;
-	struct archive *ar;
-	const struct mirrors *mirrors;   /* NULL: none */
-	const char *ns_map_dir;
-	const struct execmap *execmap;   /* NULL: /proc only, or off */
-	const char *exec_source;
-	const char *exec_probe;
-	const struct jitscan *jitscan;   /* NULL: off */
-	const struct holds *holds;
+/* A buffer the text goes into: cut to fit, always NUL-terminated. */
+struct status_text {
+	char *buf;
+	size_t len, cap;
 };
 
-/* The report into @buf; its length (cut to fit, always NUL-terminated). */
-size_t status_text(const struct status_sources *src, char *buf, size_t len);
+__attribute__((format(printf, 2, 3)))
+void status_text__put(struct status_text *t, const char *fmt, ...);
+
+/* A group's list lines (PERFMAPD_LIST: "jit_<pid>: ..."), put after the group's last row. */
+typedef void status_list_fn(struct status_text *t, enum perfmapd_group_id group, void *ctx);
+
+/*
+ * The counters @cv shows into @buf (@len bytes), and the lists @list puts
+ * (NULL: none); the text's length.
+ */
+size_t status_render(const struct counter_values *cv, status_list_fn *list, void *ctx, char *buf,
+		     size_t len);
 
 #endif /* PERFMAPD_STATUS_H */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "policy/policy.h"
+#include "policy/mapstore.h"
 
 struct archive;
 struct events;

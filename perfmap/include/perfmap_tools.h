@@ -15,7 +15,7 @@
 
 #include "perfmap.h"
 
-/* ---- opening and copying maps (safe_open.c, copy.c, format.c) ---- */
+/* ---- opening and copying maps (safe_open.c, copy_fd.c, copy.c, format.c) ---- */
 
 /*
  * perfmap_open_map() relative to @dirfd, with @flags (O_RDONLY, O_RDWR |
@@ -62,6 +62,49 @@ size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped);
 int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
 /* The inode of /proc/<@pid>/ns/<@ns> ("mnt", "user", ...; @pid 0: our own); 0 when unreadable. */
 uint64_t perfmap__ns_inode(pid_t pid, const char *ns);
+
+/* ---- a process's /proc/<pid>/stat (procstat.c) ---- */
+
+struct perfmap_proc_stat {
+	char comm[16];           /* field 2: NUL-terminated, cut at 15 bytes, not escaped */
+	char state;              /* field 3: 'Z' or 'X' once it has exited */
+	pid_t ppid;              /* field 4 */
+	unsigned long flags;     /* field 9: PF_EXITING from the start of its exit */
+	uint64_t utime_ticks;    /* field 14: CPU time in user mode, all its threads' */
+	uint64_t stime_ticks;    /* field 15: CPU time in the kernel, all its threads' */
+	uint64_t start_ticks;    /* field 22: with the pid, which process it is */
+	uint64_t vsize_bytes;    /* field 23: its virtual memory */
+	uint64_t rss_pages;      /* field 24: resident, in pages */
+};
+
+/*
+ * The text of a /proc/<pid>/stat in @buf (NUL-terminated) into @out: 0, or
+ * -EINVAL (@out untouched) when a field up to 24 is not there. No system
+ * calls (fuzzed).
+ */
+int perfmap__proc_stat_parse(const char *buf, struct perfmap_proc_stat *out);
+/*
+ * /proc/<@pid>/stat, read and parsed: 0, -ESRCH when no process holds @pid
+ * (or it went while read), -EINVAL for text no stat line, or -errno.
+ */
+int perfmap__proc_stat_read(pid_t pid, struct perfmap_proc_stat *out);
+/* /proc/self/stat, the caller's own, as perfmap__proc_stat_read(). */
+int perfmap__proc_stat_read_self(struct perfmap_proc_stat *out);
+
+/* ---- strings kept once per content (strtab.c) ---- */
+
+/* Zeroed: empty. Equal strings interned get the same copy. */
+struct perfmap_strtab {
+	char **slot;             /* open addressing, by content */
+	size_t count, cap;
+};
+
+/* @str's copy in @t, kept until perfmap__strtab_release(); NULL without memory. */
+const char *perfmap__strtab_intern(struct perfmap_strtab *t, const char *str);
+/* The same for the first @len bytes of @str (fewer at a NUL): a name inside a larger text. */
+const char *perfmap__strtab_intern_n(struct perfmap_strtab *t, const char *str, size_t len);
+/* Free every copy: @t is empty, and may be used again. Accepts NULL. */
+void perfmap__strtab_release(struct perfmap_strtab *t);
 
 /* ---- who writes a file (writers.c) ---- */
 

@@ -65,6 +65,42 @@ banner() {
 	say "################################################################"
 }
 
+# Benchmarks print a figure only when the workload behind it ran, long enough to
+# mean something; otherwise they fail and say why. $BENCH names the benchmark.
+# bench_fail WHY: stop here, with no figures. Call it from the script's own shell,
+# not from inside $(...), where exit would leave the subshell only.
+bench_fail() {
+	say "${BENCH:-bench}: FAILED: $*" >&2
+	exit 1
+}
+
+# need_built FILE...: every program the benchmark runs (under $BUILD) is built;
+# $BENCH_TARGET (or $BENCH) is the make target that builds them.
+need_built() {
+	local f
+	for f in "$@"; do
+		[ -x "$BUILD/$f" ] ||
+			bench_fail "$BUILD/$f is not built (make O=... ${BENCH_TARGET:-${BENCH:-bench}} builds what it runs)"
+	done
+}
+
+# loadgen_run KIND N: $BUILD/loadgen KIND N (under $PIN, e.g. taskset), its two
+# figures in LOAD. Fails when loadgen does, prints no two figures above zero, or
+# runs under LOAD_MIN_MS (20 ms; an exec of nothing takes a few). Builtins only
+# around it: a fork or an exec here would be load the agent's CPU is charged with.
+loadgen_run() {
+	local t0 ms a b
+	t0=${EPOCHREALTIME/[.,]/}
+	# shellcheck disable=SC2086 # PIN: words of a command
+	LOAD=$(${PIN:-} "$BUILD/loadgen" "$@") || bench_fail "loadgen $* failed (status $?)"
+	ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+	read -r a b <<<"$LOAD"
+	[[ $a =~ ^[0-9]+(\.[0-9]+)?$ && $b =~ ^[0-9]+(\.[0-9]+)?$ && -n ${a//[0.]/} && -n ${b//[0.]/} ]] ||
+		bench_fail "loadgen $* printed no two figures above zero: '$LOAD'"
+	[ "$ms" -ge "${LOAD_MIN_MS:-20}" ] ||
+		bench_fail "loadgen $* ran $ms ms, under ${LOAD_MIN_MS:-20} ms: too brief to mean anything"
+}
+
 # The suite cannot run here ($1 says why): it fails, unless PERFMAPD_SKIP_BPF=1
 # asks for a loud SKIPPED banner instead. $SUITE names the suite.
 skip_or_fail() {
@@ -152,10 +188,10 @@ kill9_agent() {
 	AGENT_PID=
 }
 
-# status_of MAP_DIR KEY: one value from `perfmapctl status` (of the agent
+# status_of MAP_DIR KEY: one value from `perfmapctl status --all` (of the agent
 # on $RUN_DIR when that is set, as the security suite's private ones).
 status_of() {
-	"$BUILD/perfmapctl" status --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} |
+	"$BUILD/perfmapctl" status --all --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} |
 		awk -v k="$2:" '$1 == k { print $2 }'
 }
 # ge A B: A (empty: 0) >= B. status_is / status_ge MAP_DIR KEY VALUE: read afresh at each poll of wait_for.

@@ -105,6 +105,9 @@ test_instance() {
 		eval '[ $rc = 1 ] && grep -q "another perfmapd (pid $AGENT_PID) already manages" <<<"$out"'
 	check "instance: status comes from the running agent" \
 		test "$(status_of "$d" pid)" = "$AGENT_PID"
+	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR")
+	check "instance: status's summary names the directory and the agent, and no counter at 0: '$(head -1 <<<"$out")'" \
+		eval 'grep -q "^perfmapd for $d: running for .*, pid $AGENT_PID\$" <<<"$out" && grep -q "^ *Problems: " <<<"$out" && ! grep -qE "^[a-z_]+: 0\$" <<<"$out"'
 	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" --json)
 	check "instance: status --json is one object with numbers, booleans and strings" \
 		python3 -c 'import json,sys; o = json.loads(sys.argv[1]); sys.exit(not (o["pid"] == int(sys.argv[2]) and o["dry_run"] is False and o["map_index"] == "exact" and isinstance(o["ambiguous_kept"], int)))' \
@@ -152,7 +155,7 @@ test_status_socket() {
 	wait "$n"
 	check "status_socket: 30 children got their maps during a flood of $(cat "$WORK/status-flood.out") connections" \
 		test "$rc" = 0
-	out=$("$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$r")
+	out=$("$BUILD/perfmapctl" status --all --map-dir "$d" --run-dir "$r")
 	served=$(awk '$1 == "status_served:" { print $2 }' <<<"$out")
 	check "status_socket: the flood was answered within the budget (served $served, throttled $(awk '$1 == "status_throttled:" { print $2 }' <<<"$out"))" \
 		eval '[ "$(awk '"'"'$1 == "status_throttled:" { print $2 }'"'"' <<<"$out")" -ge 1 ] && [ "$served" -le $((100 * 5 + 8)) ]'
@@ -163,7 +166,7 @@ test_status_socket() {
 	check "status_socket: --status-group: root:nogroup, mode 0660 ($(stat -c '%a %U:%G' "$sock"))" \
 		test "$(stat -c '%a %u:%G' "$sock")" = "660 0:nogroup"
 	check "status_socket: the group reads it" \
-		eval 'run_as nobody "$WORK/bin/perfmapctl" status --map-dir "$d" --run-dir "$r" | grep -q "^pid: $AGENT_PID\$"'
+		eval 'run_as nobody "$WORK/bin/perfmapctl" status --all --map-dir "$d" --run-dir "$r" | grep -q "^pid: $AGENT_PID\$"'
 	out=$(setpriv --reuid=65534 --regid=65533 --clear-groups -- "$WORK/bin/perfmapctl" status \
 		--map-dir "$d" --run-dir "$r" 2>&1)
 	check "status_socket: another group is told which may: '$out'" \
@@ -1211,7 +1214,7 @@ PY
 	stop_agent || fail "metrics: perfmapd exited non-zero"
 }
 
-jit_line() { "$BUILD/perfmapctl" status --map-dir "$1" --run-dir "$RUN_DIR" | grep "^jit_$2: "; }
+jit_line() { "$BUILD/perfmapctl" status --all --map-dir "$1" --run-dir "$RUN_DIR" | grep "^jit_$2: "; }
 jit_lost() { jit_line "$1" "$2" | grep -q " lost=$3\$"; }
 
 # Processes running JIT code with no map: counted and said once each, from

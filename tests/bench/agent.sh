@@ -4,7 +4,8 @@
 #
 #   tests/bench/agent.sh BUILD_DIR
 #
-# Needs root (BPF). Prints the figures docs/performance.md records.
+# Needs root (BPF). Prints the figures docs/performance.md records; fails, with
+# the reason and no figures, when a load fails or runs too briefly (loadgen_run).
 set -u
 BUILD=$(cd "${1:?usage: agent.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")/../agent" && pwd)
@@ -12,7 +13,9 @@ WORK=$(mktemp -d /var/tmp/perfmapd-bench.XXXXXX)
 . "$HERE/lib.sh"
 trap 'cleanup_agent; rm -rf "$WORK" /tmp/perfmapd-bench.* /dev/shm/perfmapd-bench.*' EXIT
 ROUNDS=${ROUNDS:-15}
+BENCH=bench-agent BENCH_TARGET=bench
 
+need_built perfmapd perfmapctl loadgen tests/forkjit
 [ "$(id -u)" = 0 ] || { echo "bench-agent: needs root for BPF" >&2; exit 1; }
 agent_on() {
 	start_agent "$WORK/agent.log" --map-dir "$D" --archive-dir "$WORK/archive" \
@@ -38,14 +41,23 @@ latency_in() {   # latency_in PARENT_DIR
 		exact=
 		[ "${entries%x}" = "$entries" ] || { exact=--uninherited; entries=${entries%x}; }
 		from=$(($(wc -l <"$AGENT_LOG") + 1))
+		# forkjit fails unless every child found its complete map.
 		line=$("$BUILD/tests/forkjit" --dir "$D" --entries "$entries" --children "$n" --serial \
-			--wait-map-ms 5000 --report $exact | tail -1)
+			--wait-map-ms 5000 --report $exact) ||
+			bench_fail "forkjit --entries $entries --children $n: a child's map did not come complete (status $?)"
+		line=$(printf '%s\n' "$line" | tail -1)
+		case $line in
+		latency_us\ *) ;;
+		*) bench_fail "forkjit --entries $entries --children $n reported no latency: $line" ;;
+		esac
 		printf '  %-6s %6d entries%s: %s (%d forks)\n' "$fs" "$entries" "${exact:+ (exact)}" "$line" "$n"
 		# The agent's own part: the copy, as its log line times it.
 		tail -n +"$from" "$AGENT_LOG" | sed -n 's/^perfmapd: copy .* (\([0-9.]*\) ms;.*/\1/p' |
 			sort -g | awk -v fs="$fs" -v e="$entries${exact:+ (exact)}" '{ v[NR] = $1 } END {
-				if (NR) printf "  %-6s %6s entries: agent copy_ms p50 %.2f p99 %.2f max %.2f (%d copies, from its log)\n",
-					fs, e, v[int(NR / 2) + 1], v[int(NR * 99 / 100) + 1], v[NR], NR }'
+				if (!NR) exit 1
+				printf "  %-6s %6s entries: agent copy_ms p50 %.2f p99 %.2f max %.2f (%d copies, from its log)\n",
+					fs, e, v[int(NR / 2) + 1], v[int(NR * 99 / 100) + 1], v[NR], NR }' ||
+			bench_fail "perfmapd logged no copy for $n forks of $entries entries ($AGENT_LOG)"
 		rm -f "$D"/perf-*.map
 	done
 	stop_agent
@@ -80,10 +92,10 @@ SYSCALLS=${SYSCALLS:-5000000}
 PIN="taskset -c $(($(nproc) - 1))"
 run_side() {   # run_side W: two fork and two syscall runs, into f$W c$W s$W
 	local rf1 rc1 rf2 rc2 rs1 rsc1 rs2 rsc2
-	read -r rf1 rc1 < <($PIN "$BUILD/loadgen" fork "$FORKS")
-	read -r rs1 rsc1 < <($PIN "$BUILD/loadgen" syscall "$SYSCALLS")
-	read -r rf2 rc2 < <($PIN "$BUILD/loadgen" fork "$FORKS")
-	read -r rs2 rsc2 < <($PIN "$BUILD/loadgen" syscall "$SYSCALLS")
+	loadgen_run fork "$FORKS"; read -r rf1 rc1 <<<"$LOAD"
+	loadgen_run syscall "$SYSCALLS"; read -r rs1 rsc1 <<<"$LOAD"
+	loadgen_run fork "$FORKS"; read -r rf2 rc2 <<<"$LOAD"
+	loadgen_run syscall "$SYSCALLS"; read -r rs2 rsc2 <<<"$LOAD"
 	if [ "$1" = 0 ]; then rate0+=("$rf1" "$rf2"); else rate1+=("$rf1" "$rf2"); fi
 	printf -v "f$1" '%s' $(((rf1 + rf2) / 2))      # fork+exit per s
 	printf -v "c$1" '%s' $(((rc1 + rc2) / 2))      # CPU ns per fork+exit
@@ -137,11 +149,11 @@ EXECS=${EXECS:-500}
 echo "== fork+exec+exit: $((ROUNDS / 3 + 1)) rounds of $EXECS without and with perfmapd"
 xr=() xg=()
 for r in $(seq $((ROUNDS / 3 + 1))); do
-	read -r _ xc0 < <($PIN "$BUILD/loadgen" exec "$EXECS")
+	loadgen_run exec "$EXECS"; read -r _ xc0 <<<"$LOAD"
 	agent_on
 	sleep 1
 	a0=$(agent_cpu_ns)
-	read -r _ xc1 < <($PIN "$BUILD/loadgen" exec "$EXECS")
+	loadgen_run exec "$EXECS"; read -r _ xc1 <<<"$LOAD"
 	xg1=$((($(agent_cpu_ns) - a0) / EXECS))
 	stop_agent
 	sleep 1
@@ -155,24 +167,28 @@ agent_per_fork=$(printf '%s\n' "${gw[@]}" | median)
 
 # In-kernel cost of the BPF programs per run (fork, exec or exit), from the
 # kernel's own accounting: kernel.bpf_stats_enabled, on only for this.
-TICK_MS=$(awk '$1 == "#define" && $2 == "TICK_MS" { print $3 }' "$HERE/../../agent/perfmapd.c")
+TICK_MS=$(cat "$HERE"/../../agent/*.c "$HERE"/../../agent/*/*.c |
+	awk '$1 == "#define" && $2 == "TICK_MS" { print $3; exit }')
+[ -n "$TICK_MS" ] || bench_fail "no #define TICK_MS in agent/: the agent's tick is unknown"
 echo "== agent CPU while idle (a second's rest after the start, then 2 s with no load)"
 agent_on
 sleep 1
 a0=$(agent_cpu_ns)
 sleep 2
-awk -v d=$(($(agent_cpu_ns) - a0)) -v t="${TICK_MS:-100}" 'BEGIN {
+awk -v d=$(($(agent_cpu_ns) - a0)) -v t="$TICK_MS" 'BEGIN {
 	printf "  %.0f us per second, %.1f us per %d ms tick\n", d / 2e3, d / 2e3 * t / 1000, t }'
 echo "== BPF program run time (kernel.bpf_stats_enabled, via perfmapctl status)"
 old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
-$PIN "$BUILD/loadgen" fork 2000 >/dev/null
+loadgen_run fork 2000
 bpf_ns=$(status_of "$D" bpf_run_time_ns)
 bpf_runs=$(status_of "$D" bpf_runs)
 echo "$old_stats" >/proc/sys/kernel/bpf_stats_enabled
 stop_agent
-awk -v t="$bpf_ns" -v n="$bpf_runs" 'BEGIN { if (n > 0) printf "  %d runs, %.0f ns per run (a fork+exit runs two)\n", n, t / n
-	else print "  no runs counted" }'
+# 2000 fork+exit run the programs 2000 times at least: fewer, and the kernel did not count them.
+[ "${bpf_runs:-0}" -ge 2000 ] && [ "${bpf_ns:-0}" -gt 0 ] ||
+	bench_fail "perfmapctl status counted ${bpf_runs:-no} BPF runs (${bpf_ns:-no} ns) over 2000 fork+exit (kernel.bpf_stats_enabled?)"
+awk -v t="$bpf_ns" -v n="$bpf_runs" 'BEGIN { printf "  %d runs, %.0f ns per run (a fork+exit runs two)\n", n, t / n }'
 
 # The agent's cost counted part by part rather than read off the difference
 # of two noisy totals: each part is measured directly, so the figure holds
@@ -188,8 +204,12 @@ agent_on
 base=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
 base_procs=$(status_of "$D" processes)
 coproc HOLD { "$BUILD/loadgen" hold 10000; }
-read -r _ <&"${HOLD[0]}"
-wait_for 60 eval '[ "$(status_of "$D" processes)" -ge 10000 ]'
+read -r ready <&"${HOLD[0]}" && [ "$ready" = ready ] || bench_fail "loadgen hold 10000 did not start its children"
+# On a failure, loadgen's stdin closes first: cleanup_agent waits for every child.
+wait_for 60 eval '[ "$(status_of "$D" processes)" -ge 10000 ]' || {
+	exec {HOLD[1]}>&-
+	bench_fail "perfmapd tracks $(status_of "$D" processes) processes 60 s after loadgen forked 10000"
+}
 tracked=$(status_of "$D" processes)
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
 printf '  RSS %d KiB tracking %d processes (%d KiB at start, tracking %d)\n' "$rss" "$tracked" "$base" "$base_procs"

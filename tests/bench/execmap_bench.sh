@@ -4,7 +4,9 @@
 # without the agent). Three sides in every round, in an order that rotates so
 # that a drift of the machine's speed falls on all alike: no agent, the agent
 # with --exec-maps off, and with --exec-maps perf (PERF_RECORD_MMAP2). The
-# loads run pinned to the last CPU; figures are CPU time (steal left out).
+# loads run pinned to the last CPU; figures are CPU time (steal left out). It
+# fails, with the reason and no figures, when a load fails or runs too briefly
+# (loadgen_run), or the agent with --exec-maps perf learned no mapping.
 #
 #   tests/bench/execmap_bench.sh BUILD_DIR
 set -u
@@ -13,6 +15,7 @@ HERE=$(cd "$(dirname "$0")/../agent" && pwd)
 WORK=$(mktemp -d /var/tmp/perfmapd-bench.XXXXXX)
 . "$HERE/lib.sh"
 trap 'cleanup_agent; rm -rf "$WORK"' EXIT
+BENCH=bench-execmap
 ROUNDS=${ROUNDS:-10}
 SYSCALLS=${SYSCALLS:-3000000}
 FORKS=${FORKS:-1000}
@@ -20,16 +23,17 @@ MMAPS=${MMAPS:-100000}
 EXECS=${EXECS:-300}
 PIN="taskset -c $(($(nproc) - 1))"
 
+need_built perfmapd perfmapctl loadgen
 [ "$(id -u)" = 0 ] || { echo "bench-execmap: needs root for BPF and perf events" >&2; exit 1; }
 D=$(new_map_dir)
 
 # side NAME: the four loads, CPU ns per operation, into NAME_s NAME_f NAME_m NAME_x arrays.
 side() {
 	local name=$1 s f m x
-	read -r _ s < <($PIN "$BUILD/loadgen" syscall "$SYSCALLS")
-	read -r _ f < <($PIN "$BUILD/loadgen" fork "$FORKS")
-	read -r _ m < <($PIN "$BUILD/loadgen" mmapx "$MMAPS")
-	read -r _ x < <($PIN "$BUILD/loadgen" exec "$EXECS")
+	loadgen_run syscall "$SYSCALLS"; read -r _ s <<<"$LOAD"
+	loadgen_run fork "$FORKS"; read -r _ f <<<"$LOAD"
+	loadgen_run mmapx "$MMAPS"; read -r _ m <<<"$LOAD"
+	loadgen_run exec "$EXECS"; read -r _ x <<<"$LOAD"
 	eval "${name}_s+=($s) ${name}_f+=($f) ${name}_m+=($m) ${name}_x+=($x)"
 }
 with_agent() {   # with_agent NAME EXEC_MAPS
@@ -39,6 +43,9 @@ with_agent() {   # with_agent NAME EXEC_MAPS
 	side "$1"
 	[ "$2" = off ] || seen=$(status_of "$D" exec_mappings_seen)
 	stop_agent
+	# $MMAPS executable pages mapped: an agent that learned none measured nothing.
+	[ "$2" = off ] || [ "${seen:-0}" -gt 0 ] ||
+		bench_fail "the agent with --exec-maps $2 learned no executable mapping of $MMAPS (exec_mappings_seen '${seen}')"
 	sleep 1
 }
 seen=0

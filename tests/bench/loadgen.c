@@ -8,6 +8,9 @@
  *   loadgen mmapx N     N times mmap() a page of anonymous executable memory and
  *                       munmap() it, as a JIT does: ns per pair, clock and CPU time
  *   loadgen hold N      N children that sleep until loadgen's stdin closes
+ *
+ * Exit status 0; 1 when a fork, an exec or an mmap failed (a benchmark then has
+ * no figure, rather than the figure of a load that did not run); 2 on usage.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +31,22 @@ static double cpu_s(int who)
 	getrusage(who, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Did PID, just forked, exit 0? */
+static int child_ok(pid_t pid)
+{
+	int status;
+
+	if (pid < 0) {
+		perror("loadgen: fork");
+		return 0;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "loadgen: child %d failed\n", (int)pid);
+		return 0;
+	}
+	return 1;
 }
 
 static double now_s(void)
@@ -56,7 +75,8 @@ int main(int argc, char **argv)
 
 			if (pid == 0)
 				_exit(0);
-			waitpid(pid, NULL, 0);
+			if (!child_ok(pid))
+				return 1;
 		}
 		printf("%.0f %.0f\n", n / (now_s() - t0),
 		       (cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN)) * 1e9 / n);
@@ -68,7 +88,8 @@ int main(int argc, char **argv)
 				execl("/proc/self/exe", "loadgen", "true", (char *)NULL);
 				_exit(127);
 			}
-			waitpid(pid, NULL, 0);
+			if (!child_ok(pid))
+				return 1;
 		}
 		printf("%.0f %.0f\n", n / (now_s() - t0),
 		       (cpu_s(RUSAGE_SELF) + cpu_s(RUSAGE_CHILDREN)) * 1e9 / n);
@@ -81,8 +102,10 @@ int main(int argc, char **argv)
 			void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
 				       -1, 0);
 
-			if (p == MAP_FAILED)
+			if (p == MAP_FAILED) {
+				perror("loadgen: mmap");
 				return 1;
+			}
 			munmap(p, 4096);
 		}
 		printf("%.2f %.2f\n", (now_s() - t0) * 1e9 / n, cpu_s(RUSAGE_SELF) * 1e9 / n);
@@ -90,7 +113,14 @@ int main(int argc, char **argv)
 		/* Its own process group: the kill(0) below is for its children only. */
 		setpgid(0, 0);
 		for (i = 0; i < n; i++) {
-			if (fork() == 0) {
+			pid_t pid = fork();
+
+			if (pid < 0) {
+				/* Those forked go with it: PR_SET_PDEATHSIG. */
+				perror("loadgen: fork");
+				return 1;
+			}
+			if (pid == 0) {
 				prctl(PR_SET_PDEATHSIG, SIGKILL);
 				pause();
 				_exit(0);

@@ -7,12 +7,15 @@
 #
 # Needs root (BPF, podman). CONTAINERS, RATE (lines/s each) and WRITE_S
 # (seconds of writing) change the load. Prints the figures docs/performance.md
-# records; the last line is the summary. Fails if a line is missing at the end.
+# records; the last line is the summary. Fails if a line is missing at the end,
+# and, with the reason and no figures, when the containers, their writers or the
+# meter did not run.
 set -u
 BUILD=$(cd "${1:?usage: mirror_bench.sh BUILD_DIR}" && pwd)
 HERE=$(cd "$(dirname "$0")/../agent" && pwd)
 WORK=$(mktemp -d /var/tmp/perfmapd-mbench.XXXXXX)
 . "$HERE/lib.sh"
+BENCH=bench-mirror
 N=${CONTAINERS:-100}
 RATE=${RATE:-20}
 WRITE_S=${WRITE_S:-20}
@@ -45,9 +48,7 @@ trap 'exit 130' INT TERM HUP
 [ "$(id -u)" = 0 ] || { echo "bench-mirror: needs root (BPF, podman)" >&2; exit 1; }
 command -v podman >/dev/null && command -v runc >/dev/null ||
 	{ echo "bench-mirror: needs podman and runc (make deps)" >&2; exit 1; }
-for b in perfmapd perfmapctl bench/mirror_writer bench/mirror_meter; do
-	[ -x "$BUILD/$b" ] || { echo "bench-mirror: $BUILD/$b is not built" >&2; exit 1; }
-done
+need_built perfmapd perfmapctl bench/mirror_writer bench/mirror_meter
 # Every container's root links the one writer: they must share a filesystem.
 cp "$BUILD/bench/mirror_writer" "$WORK/writer"
 LINES=$((RATE * WRITE_S))
@@ -115,24 +116,27 @@ run_side() {
 	a0=$([ "$side" = agent ] && cpu_ticks "$AGENT_PID" || echo 0)
 	read -r h0 w0 < <(host_ticks)
 	t0=$(now_ns)
-	kill -USR1 "${pids[@]}"
-	wait "$METER_PID"
+	kill -USR1 "${pids[@]}" || bench_fail "$side: a writer was gone before it was told to write"
+	wait "$METER_PID" || bench_fail "$side: mirror_meter failed (status $?): $(tail -1 "$out")"
 	METER_PID=
 	t1=$(now_ns)
 	a1=$([ "$side" = agent ] && cpu_ticks "$AGENT_PID" || echo 0)
 	read -r h1 w1 < <(host_ticks)
+	R_lines= R_lag_ms_p99=
 	eval "$(tail -1 "$out" | tr ' ' '\n' | sed -n 's/^\([a-z0-9_]*\)=\([0-9.]*\)$/R_\1=\2/p')"
+	[ "${R_lines:-0}" -gt 0 ] && [ -n "$R_lag_ms_p99" ] ||
+		bench_fail "$side: the meter saw no line of the $N writers: $(tail -1 "$out")"
 	R_agent=$(pct $((a1 - a0)) $((t1 - t0)))
 	# The host's busy time over both CPUs, as % of one core: the lead's
 	# jobs and podman's share it, so it is printed, not judged.
 	R_host=$(pct $((h1 - h0)) $((t1 - t0)))
 	echo "  $side: meter: $(tail -1 "$out")"
-	[ "$side" = agent ] && echo "  $side: agent status: $("$BUILD/perfmapctl" status --map-dir "$MAPD" --run-dir "$RUND" |
+	[ "$side" = agent ] && echo "  $side: agent status: $("$BUILD/perfmapctl" status --all --map-dir "$MAPD" --run-dir "$RUND" |
 		awk '$1 ~ /^(mirrors|mirrors_started|mirror_lines|mirror_bytes|mirror_lag_p99_ms|mirror_lag_max_ms|mirror_behind_bytes|mirrors_over_size|mirrors_over_limit|mirror_dest_taken|containers_refused):$/ { printf "%s %s ", $1, $2 }')"
 
 	# Every writer says how much CPU it used; they have all written by now.
 	wait_for 30 eval '[ "$(ls "$WORK"/c/*/tmp/cbench.done 2>/dev/null | wc -l)" -ge "$N" ]' ||
-		echo "  $side: only $(ls "$WORK"/c/*/tmp/cbench.done 2>/dev/null | wc -l) of $N writers reported"
+		bench_fail "$side: only $(ls "$WORK"/c/*/tmp/cbench.done 2>/dev/null | wc -l) of $N writers reported their CPU"
 	R_writers=$(cat "$WORK"/c/*/tmp/cbench.done 2>/dev/null |
 		awk -v ns=$((t1 - t0)) '{ s += $4 } END { printf "%.1f", 100 * s / ns }')
 	echo "  $side: CPU over $(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e9 }') s, % of one core:" \
@@ -165,7 +169,7 @@ mkdir -p "$MAPD" "$RUND"
 chmod 1777 "$MAPD"
 start_agent "$WORK/agent.log" --map-dir "$MAPD" --run-dir "$RUND" --archive-dir "$WORK/archive" \
 	--retention 10m || exit 1
-if ! "$BUILD/perfmapctl" status --map-dir "$MAPD" --run-dir "$RUND" | grep -q '^mirrors_started:'; then
+if ! "$BUILD/perfmapctl" status --all --map-dir "$MAPD" --run-dir "$RUND" | grep -q '^mirrors_started:'; then
 	echo "bench-mirror: this perfmapd mirrors nothing (no mirrors_started in its status)" >&2
 	exit 1
 fi

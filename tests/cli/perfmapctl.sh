@@ -11,7 +11,7 @@ BG=()
 checks=0
 failures=0
 # Every check below is counted; a scenario whose checks stopped running must not look green.
-EXPECTED=113
+EXPECTED=134
 
 R=  # restore's hand-built archive and map directory, in /var/tmp
 cleanup() {
@@ -402,6 +402,65 @@ printf 'not perf data at all' >"$R/junk.data"
 check "$S: not a perf.data file: exit 2" exits 2 "${RST[@]}" --perf-data "$R/junk.data"
 check "$S: nothing written by the refusals" eval '! ls "$M" | grep -q perf-'
 check "$S: PIDs and --perf-data together: exit 2" exits 2 "${RST[@]}" "$P1" --perf-data "$R/rec.data"
+
+# ---- status: the agent's lines, from a stand-in for its socket, laid out for a person ----
+S=status
+SD=$T/status-maps
+SR=$T/status-run
+mkdir -p "$SD" "$SR"
+check "$S: no agent: exit 2" exits 2 "$CTL" status --map-dir "$SD" --run-dir "$SR"
+check "$S: no agent: said so" out_has "status: no perfmapd is running for $SD"
+SOCK=$(sed -n 's/.*nothing listens on \(.*\))$/\1/p' "$T/out")
+# What the agent sends: tests/cli/status_sample.txt, a key of a newer agent added.
+SAMPLE=$(dirname "$0")/status_sample.txt
+{ cat "$SAMPLE"; echo "new_key_of_a_newer_agent: 5"; } >"$T/status.txt"
+python3 - "$SOCK" "$T/status.txt" <<'PY' >"$T/status-srv.out" 2>&1 &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    c.sendall(open(sys.argv[2], "rb").read())
+    c.close()
+PY
+BG+=($!)
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+STATUS=("$CTL" status --map-dir "$SD" --run-dir "$SR")
+check "$S: summary: exit 0" exits 0 "${STATUS[@]}"
+check "$S: summary: what, since when, which process" out_has "perfmapd for /tmp: running for 1h 1min, pid 21986"
+check "$S: summary: what it manages, in units" out_has "Manages: 412 processes tracked, 9 with maps"
+check "$S: summary: bytes for a person" out_has "1.2 MiB in the archive"
+check "$S: summary: what it did" out_has "Did: 18211 forks, 9120 execs, 18190 exits, 311 maps copied to children"
+check "$S: summary: each problem counter not 0, with what it means" \
+	eval 'grep -q "Problems: events_dropped: 12 (process events lost" "$T/out" && grep -q "^ *refused_symlink: 2 (" "$T/out"'
+check "$S: summary: no problem at 0, no other counter's line" \
+	eval '! grep -qE "^ *(copies_failed|copies_deferred|archive_failed|events_fork): " "$T/out"'
+check "$S: summary: the process without symbols, and who says why" \
+	out_has "jit_4242: comm=node regions=12 bytes=2203648 memfd_bytes=0 lost=yes ('perfmapctl doctor 4242' says why)"
+check "$S: summary: a few lines, not every counter" eval '[ "$(wc -l <"$T/out")" -lt 16 ]'
+grep -vE '^(events_dropped|refused_symlink|containers_refused|lost_symbol_processes): ' "$SAMPLE" >"$T/status.txt"
+check "$S: summary: nothing wrong: exit 0" exits 0 "${STATUS[@]}"
+check "$S: summary: nothing wrong: says none" out_has "Problems: none"
+{ cat "$SAMPLE"; echo "new_key_of_a_newer_agent: 5"; } >"$T/status.txt"
+check "$S: --all: exit 0" exits 0 "${STATUS[@]}" --all
+check "$S: --all: every line the agent sent, as it sent it" \
+	eval 'diff <(sort "$T/status.txt") <(grep ": " "$T/out" | sort) >&2'
+check "$S: --all: under their groups' titles, in the table's order" \
+	eval '[ "$(grep -v ": " "$T/out" | grep . | tr "\n" "|")" = "The agent:|Process events and the map index:|Fork copies:|Exec and pid-reuse decisions:|Maps at their paths (retention, orphans, other users'"'"' maps):|Profilers'"'"' holds:|The archive:|Processes in other namespaces (mirrors, copies in containers, refusals):|Executable mappings, JIT code and lost symbols:|Other:|" ]'
+check "$S: --all: a list under its group, a key the table lacks last" \
+	eval 'awk "/^Processes in other/,/^Executable/" "$T/out" | grep -q "^mirror_30211: " && [ "$(tail -1 "$T/out")" = "new_key_of_a_newer_agent: 5" ]'
+check "$S: --json: exit 0" exits 0 "${STATUS[@]}" --json
+check "$S: --json: every line a key, numbers numbers, yes/no booleans" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().splitlines()
+assert len(j) == len(lines), (len(j), len(lines))
+assert j["events_fork"] == 18211 and j["mirroring"] is True and j["dry_run"] is False
+assert j["map_dir"] == "/tmp" and j["jit_4242"].startswith("comm=node")
+' "$T/out" "$T/status.txt"
+check "$S: --all --json: the JSON, whole" eval '"${STATUS[@]}" --all --json | python3 -c "import json, sys; assert len(json.load(sys.stdin)) > 130"'
+check "$S: --help names --all" eval '"$CTL" status --help | grep -q -- "--all"'
 
 echo "cli: $((checks - failures)) passed, $failures failed, $checks of $EXPECTED checks ran"
 if [ "$failures" -ne 0 ]; then

@@ -164,9 +164,9 @@ status_sum_gt() {
 	y=$(status_of "$1" "$3")
 	[ $((${x:-0} + ${y:-0})) -gt "$4" ]
 }
-# status_line MAP_DIR KEY: the rest of KEY's line in `perfmapctl status`.
+# status_line MAP_DIR KEY: the rest of KEY's line in `perfmapctl status --all`.
 status_line() {
-	"$BUILD/perfmapctl" status --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} 2>/dev/null |
+	"$BUILD/perfmapctl" status --all --map-dir "$1" ${RUN_DIR:+--run-dir "$RUN_DIR"} 2>/dev/null |
 		awk -v k="$2:" '$1 == k { $1 = ""; print substr($0, 2) }'
 }
 status_line_has() { status_line "$1" "$2" | grep -q -- "$3"; }

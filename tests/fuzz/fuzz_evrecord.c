@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "in/evrecord.h"
+#include "policy/policy.h"
 #include "fuzz.h"
 #include "lib/log.h"
 

@@ -117,7 +117,7 @@ entries_kept() {
 
 # status_of MAP_DIR KEY: lib.sh's, asking the agent of this scenario's --run-dir.
 status_of() {
-	timeout 5 "$BUILD/perfmapctl" status --map-dir "$1" --run-dir "$RUN" | awk -v k="$2:" '$1 == k { print $2 }'
+	timeout 5 "$BUILD/perfmapctl" status --all --map-dir "$1" --run-dir "$RUN" | awk -v k="$2:" '$1 == k { print $2 }'
 }
 agent_answers() { [ "$(status_of "$1" pid)" = "$AGENT_PID" ]; }
 status_ge() { [ "$(status_of "$1" "$2")" -ge "$3" ] 2>/dev/null; }

@@ -105,7 +105,7 @@ start_in() {
 start_sec() { new_dirs "$1"; shift; start_in agent.log "$@"; }
 
 answers() {
-	[ "$(timeout 5 "$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" 2>/dev/null |
+	[ "$(timeout 5 "$BUILD/perfmapctl" status --all --map-dir "$d" --run-dir "$RUN_DIR" 2>/dev/null |
 		awk '$1 == "pid:" { print $2 }')" = "$AGENT_PID" ]
 }
 agent_ok() {

@@ -21,16 +21,6 @@
 
 static char err[512];
 
-/*
- * The stand-in for metrics.c's check (which links the whole agent and
- * libmicrohttpd): HOST:PORT with a port, enough for the table's handling.
- */
-int metrics_parse_listen(const char *spec, struct sockaddr_storage *addr)
-{
-	(void)addr;
-	return strchr(spec, ':') ? 0 : -EINVAL;
-}
-
 /* @text parsed into @cfg; its return, and what went wrong in err. */
 static int parse(struct daemon_config *cfg, const char *text)
 {
@@ -50,7 +40,7 @@ static void test_keys_are_the_long_options(void **state)
 	struct daemon_config cfg;
 
 	(void)state;
-	daemon__config_defaults(&cfg);
+	daemon_config__defaults(&cfg);
 	assert_int_equal(parse(&cfg,
 		"# a comment\n"
 		"\n"
@@ -97,7 +87,7 @@ static void assert_refused(const char *text, const char *msg)
 {
 	struct daemon_config cfg, before;
 
-	daemon__config_defaults(&cfg);
+	daemon_config__defaults(&cfg);
 	before = cfg;
 	assert_int_equal(parse(&cfg, text), -EINVAL);
 	assert_string_equal(err, msg);
@@ -136,8 +126,8 @@ static void test_command_line_wins(void **state)
 	struct daemon_config cfg;
 
 	(void)state;
-	daemon__config_defaults(&cfg);
-	assert_int_equal(daemon__parse_args(4, argv, &cfg), 0);
+	daemon_config__defaults(&cfg);
+	assert_int_equal(daemon_config__parse_args(4, argv, &cfg), 0);
 	assert_int_equal(parse(&cfg, "retention = 1h\nno-mirrors = no\nlog-level = warn\n"), 0);
 	assert_int_equal(cfg.retention_s, 30);
 	assert_true(cfg.no_mirrors);
@@ -153,7 +143,7 @@ static void test_format_reads_back(void **state)
 	int id;
 
 	(void)state;
-	daemon__config_defaults(&cfg);
+	daemon_config__defaults(&cfg);
 	assert_int_equal(parse(&cfg, "retention = 1h\narchive-max-bytes = 3M\nlog-level = warn\n"), 0);
 	option_format(&cfg, OPT_RETENTION, buf, sizeof(buf));
 	assert_string_equal(buf, "3600s");
@@ -162,7 +152,7 @@ static void test_format_reads_back(void **state)
 	option_format(&cfg, OPT_COPY_BUDGET, buf, sizeof(buf));
 	assert_string_equal(buf, "1G");
 	/* What option_format() writes, apply_option() takes, to the same value. */
-	daemon__config_defaults(&again);
+	daemon_config__defaults(&again);
 	for (id = 0; id < OPT__COUNT; id++) {
 		/* No group to name by default; no endpoint is no value. */
 		if (!opt_defs[id].in_file || id == OPT_STATUS_GROUP || id == OPT_METRICS_LISTEN)
@@ -188,7 +178,7 @@ static void test_load_checks_the_file(void **state)
 	(void)state;
 	assert_non_null(dir);
 	snprintf(path, sizeof(path), "%s/perfmapd.conf", dir);
-	daemon__config_defaults(&cfg);
+	daemon_config__defaults(&cfg);
 	cfg.config_path = path;
 	assert_int_equal(config__load(&cfg, err, sizeof(err)), 0);  /* the default may be missing */
 	cfg.config_explicit = true;

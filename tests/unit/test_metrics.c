@@ -37,35 +37,23 @@ static char buf[65536];
 
 static const struct metrics_values sample = {
 	.version = "0.1", .bpf = "tp_btf", .exec_maps = "perf-mmap2",
-	.events_fork = 12, .events_exec = 3, .events_exit = 9,
-	.copies_created = 5, .copy_bytes = 4096,
+	.v = {
+		[PMC_events_fork] = 12, [PMC_events_exec] = 3, [PMC_events_exit] = 9,
+		[PMC_copies_created] = 5, [PMC_copy_bytes] = 4096,
+		[PMC_ambiguous_kept] = 4, [PMC_mirror_lag_p99_ms] = 250,
+		[PMC_retention_s] = 600, [PMC_copies_queue_full] = 7,
+		[PMC_refused_symlink] = 2, [PMC_refused_sparse] = 1,
+		[PMC_orphan_traps] = 3,
+	},
 	/* 0.3 ms, 0.7 ms twice, 3 ms, 2 s */
 	.copy_latency = { 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 1 },
 	.copy_latency_sum_ns = 2004700000,
-	.ambiguous_kept = 4, .mirror_lag_p99_ms = 250,
-	.retention_s = 600, .copies_queue_full = 7,
-	.ns_refused = { { "symlink", 2 }, { "sparse", 1 } }, .n_ns_refused = 2,
-	.host_traps = 3,
 	.proc = { .known = true, .cpu_ticks = 250, .ticks_per_s = 100, .rss_bytes = 8 << 20,
 		  .open_fds = 12, .max_fds = 65536, .start_time_s = 1790000000 },
 	.http_open = { { "root", 1 }, { "user", 2 } }, .n_http_open = 2,
 	.http_refused = { { "user", 6390 }, { "gone", 3 } }, .n_http_refused = 2,
 	.http_expired_request = 14, .http_expired_answer = 1,
 };
-
-/* Whether @line is a whole line of the text. */
-static bool has_line(const char *text, const char *line)
-{
-	size_t n = strlen(line);
-	const char *p = text;
-
-	while ((p = strstr(p, line))) {
-		if ((p == text || p[-1] == '\n') && p[n] == '\n')
-			return true;
-		p += n;
-	}
-	return false;
-}
 
 static void test_every_family_has_help_and_type(void **state)
 {
@@ -89,25 +77,25 @@ static void test_every_family_has_help_and_type(void **state)
 		families++;
 	}
 	assert_true(families > 25);
-	assert_true(has_line(buf, "perfmapd_build_info{version=\"0.1\",bpf=\"tp_btf\",exec_maps=\"perf-mmap2\"} 1"));
-	assert_true(has_line(buf, "perfmapd_events_total{kind=\"fork\"} 12"));
-	assert_true(has_line(buf, "perfmapd_decisions_total{kind=\"ambiguous_kept\"} 4"));
-	assert_true(has_line(buf, "perfmapd_mirror_lag_p99_seconds 0.25"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_bytes_total 4096"));
-	assert_true(has_line(buf, "perfmapd_retention_seconds 600"));
-	assert_true(has_line(buf, "perfmapd_fork_copies_put_off_total{reason=\"queue_full\"} 7"));
-	assert_true(has_line(buf, "perfmapd_container_maps_refused_total{reason=\"symlink\"} 2"));
-	assert_true(has_line(buf, "perfmapd_container_maps_refused_total{reason=\"sparse\"} 1"));
-	assert_true(has_line(buf, "perfmapd_host_maps_refused_total{reason=\"trap\"} 3"));
-	assert_true(has_line(buf, "process_cpu_seconds_total 2.5"));
-	assert_true(has_line(buf, "process_resident_memory_bytes 8388608"));
-	assert_true(has_line(buf, "process_open_fds 12"));
-	assert_true(has_line(buf, "process_start_time_seconds 1790000000"));
-	assert_true(has_line(buf, "perfmapd_http_connections{peer=\"user\"} 2"));
-	assert_true(has_line(buf, "perfmapd_http_connections_refused_total{peer=\"user\"} 6390"));
-	assert_true(has_line(buf, "perfmapd_http_connections_refused_total{peer=\"gone\"} 3"));
-	assert_true(has_line(buf, "perfmapd_http_connections_expired_total{phase=\"request\"} 14"));
-	assert_true(has_line(buf, "perfmapd_http_connections_expired_total{phase=\"answer\"} 1"));
+	assert_true(tu_has_line(buf, "perfmapd_build_info{version=\"0.1\",bpf=\"tp_btf\",exec_maps=\"perf-mmap2\"} 1"));
+	assert_true(tu_has_line(buf, "perfmapd_events_total{kind=\"fork\"} 12"));
+	assert_true(tu_has_line(buf, "perfmapd_decisions_total{kind=\"ambiguous_kept\"} 4"));
+	assert_true(tu_has_line(buf, "perfmapd_mirror_lag_p99_seconds 0.25"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_bytes_total 4096"));
+	assert_true(tu_has_line(buf, "perfmapd_retention_seconds 600"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copies_put_off_total{reason=\"queue_full\"} 7"));
+	assert_true(tu_has_line(buf, "perfmapd_container_maps_refused_total{reason=\"symlink\"} 2"));
+	assert_true(tu_has_line(buf, "perfmapd_container_maps_refused_total{reason=\"sparse\"} 1"));
+	assert_true(tu_has_line(buf, "perfmapd_host_maps_refused_total{reason=\"trap\"} 3"));
+	assert_true(tu_has_line(buf, "process_cpu_seconds_total 2.5"));
+	assert_true(tu_has_line(buf, "process_resident_memory_bytes 8388608"));
+	assert_true(tu_has_line(buf, "process_open_fds 12"));
+	assert_true(tu_has_line(buf, "process_start_time_seconds 1790000000"));
+	assert_true(tu_has_line(buf, "perfmapd_http_connections{peer=\"user\"} 2"));
+	assert_true(tu_has_line(buf, "perfmapd_http_connections_refused_total{peer=\"user\"} 6390"));
+	assert_true(tu_has_line(buf, "perfmapd_http_connections_refused_total{peer=\"gone\"} 3"));
+	assert_true(tu_has_line(buf, "perfmapd_http_connections_expired_total{phase=\"request\"} 14"));
+	assert_true(tu_has_line(buf, "perfmapd_http_connections_expired_total{phase=\"answer\"} 1"));
 	/* No pid in any label. */
 	assert_null(strstr(buf, "pid="));
 }
@@ -116,15 +104,15 @@ static void test_histogram_buckets_are_cumulative(void **state)
 {
 	(void)state;
 	metrics_render(&sample, buf, sizeof(buf));
-	assert_true(has_line(buf, "# TYPE perfmapd_fork_copy_seconds histogram"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.0005\"} 1"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.001\"} 3"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.0025\"} 3"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.005\"} 4"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"1\"} 4"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"+Inf\"} 5"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_count 5"));
-	assert_true(has_line(buf, "perfmapd_fork_copy_seconds_sum 2.0047"));
+	assert_true(tu_has_line(buf, "# TYPE perfmapd_fork_copy_seconds histogram"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.0005\"} 1"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.001\"} 3"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.0025\"} 3"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"0.005\"} 4"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"1\"} 4"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_bucket{le=\"+Inf\"} 5"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_count 5"));
+	assert_true(tu_has_line(buf, "perfmapd_fork_copy_seconds_sum 2.0047"));
 }
 
 /* Without /proc/self, no process_* family at all: a 0 there would read as a real value. */

@@ -225,6 +225,19 @@ const char *tu_map_path(const char *dir, pid_t pid)
 	return path;
 }
 
+bool tu_has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line))) {
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+		p += n;
+	}
+	return false;
+}
+
 size_t tu_count_char(const char *s, size_t len, char c)
 {
 	size_t n = 0, i;

@@ -3,6 +3,7 @@
 #define PERFMAP_TESTUTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -22,6 +23,8 @@ void tu_write(const char *path, const char *data, size_t len);
 /* "<dir>/perf-<pid>.map" in a static buffer. */
 const char *tu_map_path(const char *dir, pid_t pid);
 size_t tu_count_char(const char *s, size_t len, char c);
+/* Whether @line is a whole line of @text. */
+bool tu_has_line(const char *text, const char *line);
 /* Wait for @pid; its exit status, or 128 + signal. */
 int tu_wait(pid_t pid);
 

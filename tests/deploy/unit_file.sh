@@ -18,7 +18,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 UNIT=$TOP/deploy/systemd/perfmapd.service
 DOC=$TOP/docs/security.md
-PRIVS=$TOP/agent/privs.c
+PRIVS=$TOP/agent/lib/privs.c
 
 command -v systemd-analyze >/dev/null || { say "FAIL: systemd-analyze is missing (make deps: systemd)"; exit 1; }
 [ -x "$BUILD/perfmapd" ] || { say "FAIL: $BUILD/perfmapd is missing (make builds it)"; exit 1; }

@@ -15,6 +15,7 @@ enum {
 
 int cmd_check(int argc, char **argv);
 int cmd_compact(int argc, char **argv);
+int cmd_jitdump(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

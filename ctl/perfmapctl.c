@@ -16,6 +16,11 @@ static const char usage[] =
 	"                                  write FILE's canonical form to OUT, or\n"
 	"                                  in place when no process has FILE open\n"
 	"                                  for writing ('-o -' writes to stdout)\n"
+	"  jitdump FILE [-o MAP] [--pid PID]\n"
+	"                                  convert a jitdump (jit-<pid>.dump) into a\n"
+	"                                  canonical perf map, to stdout or a new file\n"
+	"                                  MAP: the live functions the header's pid\n"
+	"                                  (or PID: a forked child's records) loaded\n"
 	"  status [--map-dir DIR] [--all | --json | --pretty]\n"
 	"                                  what the running perfmapd manages, what it\n"
 	"                                  did and what went wrong, in a few lines;\n"
@@ -48,8 +53,9 @@ static const char usage[] =
 	"\n"
 	"N takes a K, M or G suffix; files are read up to 1G by default.\n"
 	"Exit status: 0 fine; 1 check found a consumer that misreads, compact\n"
-	"refused to replace a file in use, restore refused or did not find a\n"
-	"map, or doctor found an error or a warning; 2 usage or I/O error,\n"
+	"refused to replace a file in use, jitdump met a malformed record or\n"
+	"header (what came before it is written), restore refused or did not\n"
+	"find a map, or doctor found an error or a warning; 2 usage or I/O error,\n"
 	"(status) no agent running, (doctor) no such process or no permission, or\n"
 	"(profile) a bad letter, no such process, or no permission to load BPF.\n";
 
@@ -69,6 +75,7 @@ static int cmd_help(int argc, char **argv)
 static const struct cmd cmds[] = {
 	{ "check", cmd_check },
 	{ "compact", cmd_compact },
+	{ "jitdump", cmd_jitdump },
 	{ "status", cmd_status },
 	{ "restore", cmd_restore },
 	{ "doctor", cmd_doctor },

@@ -2,7 +2,7 @@
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
 	mapwatch policy retention archive copier log nsroot creds subids procmaps correlate metrics config \
-	profile_report procstat strtab report
+	profile_report procstat strtab report jitdump
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -20,8 +20,8 @@ PROFILE_TEST_BINS := $(O)/tests/splitjit $(O)/bench/stackgen
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c, seeds in tests/fuzz/corpus/<name>/):
 # the map reader, the /proc parsers, a map's tail reader, the maps parser,
 # the BPF event decoder, the perf mmap record decoder,
-# perfmapctl's perf.data reader.
-FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap perfdata
+# perfmapctl's perf.data reader, the jitdump reader.
+FUZZ_TARGETS := reader procfs mappings procmaps evrecord execmap perfdata jitdump
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(O)/fuzz/fuzz_%)
 # Seconds per target: fuzz-short runs in `make test`, fuzz is the longer run.
 FUZZ_SECONDS ?= 300
@@ -103,8 +103,14 @@ unit-asan: $(ASAN_BINS)
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		sh tests/run-unit.sh $(ASAN_BINS)
 
-cli: $(CTL)
-	@bash tests/cli/perfmapctl.sh $(CTL)
+# jitdump_writer: a jitdump producer writing every record kind, for perfmapctl jitdump.
+$(O)/tests/jitdump_writer: tests/cli/jitdump_writer.c tests/unit/jdbuild.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $<
+
+cli: $(CTL) $(O)/tests/jitdump_writer
+	@JITDUMP_WRITER=$(O)/tests/jitdump_writer bash tests/cli/perfmapctl.sh $(CTL)
 
 # gcc builds by default; clang must build the same tree warning-free.
 clang-build:
@@ -120,6 +126,7 @@ FUZZ_LINK_procmaps := $(LIB_SRCS)
 FUZZ_LINK_evrecord := agent/in/evrecord.c agent/lib/log.c
 FUZZ_LINK_execmap := agent/in/execmap.c
 FUZZ_LINK_perfdata := ctl/perfdata.c
+FUZZ_LINK_jitdump := $(LIB_SRCS)
 FUZZ_INCLUDES := $(LIB_INCLUDES) -Iagent -Ibpf -Ictl -Itests/fuzz
 
 $(O)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $$(FUZZ_LINK_$$*) $(TEST_HDRS)

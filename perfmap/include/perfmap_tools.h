@@ -330,4 +330,91 @@ struct perfmap_corr {
 int perfmap__correlate(struct perfmap_reader *r, const struct perfmap_vmas *vs,
 		       struct perfmap_corr *out);
 
+/* ---- jitdump files, jit-<pid>.dump (jitdump.c) ---- */
+
+/*
+ * The jitdump format (perf's tools/perf/util/jitdump.h and
+ * Documentation/jitdump-specification.txt), read as untrusted input and as
+ * it grows: a header, then records {u32 id, u32 total_size, u64 timestamp,
+ * payload}. Either byte order is read (the magic says which; perf reads
+ * both). The bounds below stop what a hostile producer could make a reader
+ * allocate, read or wait for.
+ */
+#define PERFMAP_JITDUMP_HEADER_MAX 4096u          /* header total_size */
+#define PERFMAP_JITDUMP_RECORD_MAX (64u << 20)    /* record total_size; code_size too */
+#define PERFMAP_JITDUMP_NAME_MAX 65535u           /* a function's name, NUL excluded */
+#define PERFMAP_JITDUMP_DEBUG_MAX (16u << 20)     /* debug info read whole; larger: skipped */
+#define PERFMAP_JITDUMP_FUNCS_MAX (1u << 20)      /* live functions */
+#define PERFMAP_JITDUMP_NAME_BYTES_MAX (256u << 20) /* their names, as kept */
+
+/* Why a dump stopped being read: the first malformed record or header. */
+enum perfmap_jitdump_stop {
+	PERFMAP_JITDUMP_OK = 0,
+	PERFMAP_JITDUMP_BAD_MAGIC,        /* not 0x4A695444 in either byte order */
+	PERFMAP_JITDUMP_BAD_VERSION,      /* not 1 */
+	PERFMAP_JITDUMP_BAD_HEADER_SIZE,  /* below the header or above PERFMAP_JITDUMP_HEADER_MAX */
+	PERFMAP_JITDUMP_BAD_PID,          /* 0, or above the kernel's PID_MAX_LIMIT */
+	PERFMAP_JITDUMP_RECORD_TOO_SMALL, /* total_size below what its kind holds */
+	PERFMAP_JITDUMP_RECORD_TOO_LARGE, /* total_size above PERFMAP_JITDUMP_RECORD_MAX */
+	PERFMAP_JITDUMP_NAME_UNTERMINATED, /* no NUL before the code bytes */
+	PERFMAP_JITDUMP_NAME_TOO_LONG,    /* no NUL in PERFMAP_JITDUMP_NAME_MAX + 1 bytes */
+	PERFMAP_JITDUMP_CODE_SIZE,        /* code size larger than its record allows */
+	PERFMAP_JITDUMP_BAD_RANGE,        /* code at address 0, or past the end of the address space */
+	PERFMAP_JITDUMP_BAD_DEBUG_INFO,   /* entries that do not fit their record */
+	PERFMAP_JITDUMP_TOO_MANY,         /* past PERFMAP_JITDUMP_FUNCS_MAX or _NAME_BYTES_MAX */
+	__PERFMAP_JITDUMP_STOP_MAX,
+};
+
+struct perfmap_jitdump_stats {
+	uint32_t pid;            /* the header's, once read */
+	bool header;             /* the header was read and is valid */
+	bool swapped;            /* written in the other byte order */
+	uint64_t offset;         /* bytes consumed: the next record starts here */
+	uint64_t torn_bytes;     /* bytes after offset at the last read's end: a torn record */
+	uint64_t records;
+	uint64_t loads;          /* JIT_CODE_LOAD records */
+	uint64_t empty;          /* of those, without code (size 0): no entry */
+	uint64_t moves;          /* JIT_CODE_MOVE records */
+	uint64_t moves_unmatched; /* naming no live function at its old address */
+	uint64_t debug_info;     /* JIT_CODE_DEBUG_INFO records, validated */
+	uint64_t debug_entries;  /* their line entries (the tables are not kept) */
+	uint64_t debug_unread;   /* larger than PERFMAP_JITDUMP_DEBUG_MAX: skipped */
+	uint64_t closes;         /* JIT_CODE_CLOSE */
+	uint64_t skipped;        /* JIT_CODE_UNWINDING_INFO and unknown ids */
+	uint64_t replaced;       /* live functions a later load or move overlapped: gone */
+	uint64_t funcs;          /* live functions now */
+	uint64_t name_bytes;     /* their names' bytes */
+	enum perfmap_jitdump_stop stop;
+	uint64_t stop_offset;    /* where the malformed record (or header) starts */
+};
+
+struct perfmap_jitdump;
+
+/* An empty reader, before the header: NULL with errno. */
+struct perfmap_jitdump *perfmap__jitdump_new(void);
+/* Accepts NULL. */
+void perfmap__jitdump_free(struct perfmap_jitdump *j);
+/*
+ * Read the whole records @fd (a regular file, read with pread() from the
+ * offset kept, never moved) holds now after those read before, at most
+ * @max_records of them (0: all): a torn last record is left for a later
+ * call. The records read (>= 0); -EBADMSG once a malformed header or record
+ * stopped the reading (now or before: the reason and offset are in the
+ * stats, nothing after it is read); or -errno (-EINVAL: not a regular file).
+ */
+long perfmap__jitdump_read(struct perfmap_jitdump *j, int fd, size_t max_records);
+const struct perfmap_jitdump_stats *perfmap__jitdump_stats(const struct perfmap_jitdump *j);
+/* "record size above 64 MiB", for a stop reason. */
+const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop);
+/*
+ * The live functions whose record carries @pid (0: every pid's, whose ranges
+ * may overlap when there are several), as canonical perf-map lines in address
+ * order, to @fd: names without leading blanks (consumers skip them), cut
+ * and sanitized as the writer's, those under 3 bytes left out (as the
+ * compactor does; perf drops them). Functions of one pid never overlap: a
+ * load or move over live code replaced it. The lines written (>= 0), or
+ * -errno.
+ */
+long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_t pid);
+
 #endif /* PERFMAP_TOOLS_H */

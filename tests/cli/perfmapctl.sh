@@ -11,15 +11,17 @@ BG=()
 checks=0
 failures=0
 # Every check below is counted; a scenario whose checks stopped running must not look green.
-EXPECTED=134
+EXPECTED=167
 
 R=  # restore's hand-built archive and map directory, in /var/tmp
+JITPIDS=()  # CPython's -X perf_jit runs: each leaves /tmp/jit-<pid>.dump (and perf's jitted-<pid>-*.so)
 cleanup() {
 	local p
 	for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$T"
 	[ -z "$R" ] || rm -rf "$R"
+	for p in "${JITPIDS[@]}"; do rm -f "/tmp/jit-$p.dump" /tmp/jitted-"$p"-*.so; done
 }
 trap cleanup EXIT
 # SIGTERM or SIGINT landing while a command runs kills bash without the EXIT trap;
@@ -461,6 +463,81 @@ assert j["map_dir"] == "/tmp" and j["jit_4242"].startswith("comm=node")
 ' "$T/out" "$T/status.txt"
 check "$S: --all --json: the JSON, whole" eval '"${STATUS[@]}" --all --json | python3 -c "import json, sys; assert len(json.load(sys.stdin)) > 130"'
 check "$S: --help names --all" eval '"$CTL" status --help | grep -q -- "--all"'
+
+# ---- perfmapctl jitdump: a jitdump converted into a perf map ----
+JW=${JITDUMP_WRITER:-$(dirname "$CTL")/tests/jitdump_writer}
+S="jitdump: test producer, every record kind"
+check "$S: the producer ran" eval '"$JW" "$T/jit-all.dump" all >"$T/jw-pids"'
+read -r JP JC <"$T/jw-pids"
+check "$S: exit 0" exits 0 "$CTL" jitdump "$T/jit-all.dump" -o "$T/perf-all.map"
+check "$S: summary counts every kind" out_has "pid $JP: 3 functions written, 4 live in the dump; 5 loads, 1 moves (0 unmatched), 1 debug-info records (3 entries), 1 closes, 2 skipped, 0 torn tail bytes"
+printf '7f0000010000 100 jd::alpha /app/jd_alpha.js:1\n7f0000010100 80 jd::beta /app/jd_alpha.js:20\n7f0000020000 40 jd::gamma /app/jd_alpha.js:40\n' >"$T/want-all.map"
+check "$S: the header pid's functions, gamma at its new address only" same_content "$T/want-all.map" "$T/perf-all.map"
+check "$S: the map is readable by every consumer (check: exit 0)" exits 0 "$CTL" check "$T/perf-all.map"
+check "$S: without -o: the same map on stdout" eval '"$CTL" jitdump "$T/jit-all.dump" 2>/dev/null | cmp -s - "$T/perf-all.map"'
+check "$S: --pid the child: its record at its parent's address" \
+	eval '[ "$("$CTL" jitdump "$T/jit-all.dump" --pid "$JC" 2>/dev/null)" = "7f0000010000 100 jd::delta_in_child" ]'
+before=$(sum "$T/perf-all.map")
+check "$S: -o an existing file: exit 2" exits 2 "$CTL" jitdump "$T/jit-all.dump" -o "$T/perf-all.map"
+check "$S: -o an existing file: said" out_has "File exists (never written over)"
+check "$S: -o an existing file: untouched" unchanged "$T/perf-all.map" "$before"
+ln -s "$T/elsewhere.map" "$T/link.map"
+check "$S: -o a symlink: exit 2" exits 2 "$CTL" jitdump "$T/jit-all.dump" -o "$T/link.map"
+check "$S: -o a symlink: nothing made through it" eval '[ ! -e "$T/elsewhere.map" ]'
+
+S="jitdump: a torn last record"
+check "$S: the producer ran" eval '"$JW" "$T/jit-torn.dump" torn >/dev/null'
+check "$S: exit 0" exits 0 "$CTL" jitdump "$T/jit-torn.dump" -o "$T/perf-torn.map"
+check "$S: torn bytes said" out_has ", 0 closes, 2 skipped, 79 torn tail bytes"
+check "$S: the whole records' functions" same_content "$T/want-all.map" "$T/perf-torn.map"
+
+S="jitdump: a malformed record"
+check "$S: the producer ran" eval '"$JW" "$T/jit-bad.dump" bad >/dev/null'
+check "$S: exit 1" exits 1 "$CTL" jitdump "$T/jit-bad.dump" -o "$T/perf-bad.map"
+check "$S: reason and offset said" out_has "malformed record at offset 695: record size below what its kind holds"
+printf '7f0000010000 100 jd::alpha /app/jd_alpha.js:1\n7f0000010100 80 jd::beta /app/jd_alpha.js:20\n' >"$T/want-bad.map"
+check "$S: what came before it is written" same_content "$T/want-bad.map" "$T/perf-bad.map"
+printf 'not a jitdump at all, but long enough for a header\n' >"$T/jit-text.dump"
+check "$S: a file that is no dump: exit 1" exits 1 "$CTL" jitdump "$T/jit-text.dump" -o "$T/perf-text.map"
+check "$S: a file that is no dump: said" out_has "bad header: not a jitdump (bad magic); nothing written"
+check "$S: a file that is no dump: no map made" eval '[ ! -e "$T/perf-text.map" ]'
+
+S="jitdump: usage"
+check "$S: no FILE: exit 2" exits 2 "$CTL" jitdump
+check "$S: a bad --pid: exit 2" exits 2 "$CTL" jitdump "$T/jit-all.dump" --pid 12x
+check "$S: a missing FILE: exit 2" exits 2 "$CTL" jitdump "$T/missing.dump"
+check "$S: help names it" eval '"$CTL" help | grep -q "jitdump FILE \[-o MAP\] \[--pid PID\]"'
+
+# A real producer: CPython 3.13's -X perf_jit writes /tmp/jit-<pid>.dump.
+S="jitdump: CPython 3.13 -X perf_jit"
+PY313=$(command -v python3.13 2>/dev/null)
+if [ -z "$PY313" ] || ! "$PY313" -c 'import sys' 2>/dev/null; then
+	PY313=
+	for v in "$(pyenv root 2>/dev/null)"/versions/3.13*/bin/python3.13; do [ -x "$v" ] && PY313=$v; done
+fi
+cat >"$T/jd.py" <<'EOF'
+def jd_alpha(n):
+    return sum(i * i for i in range(n))
+def jd_beta(n):
+    return [jd_alpha(i) for i in range(n)]
+def jd_gamma():
+    return len(jd_beta(300))
+for _ in range(5):
+    jd_gamma()
+EOF
+mkdir -m 0700 "$T/pymaps"
+"${PY313:-false}" -X perf_jit "$T/jd.py" &
+pypid=$!
+JITPIDS+=("$pypid")
+wait "$pypid"
+pyrc=$?
+check "$S: python3.13 found and ran (${PY313:-none})" is "$pyrc" 0
+check "$S: exit 0" exits 0 "$CTL" jitdump "/tmp/jit-$pypid.dump" -o "$T/pymaps/perf-$pypid.map"
+check "$S: functions written, none malformed" out_has "pid $pypid: "
+check "$S: the Python functions named" eval 'grep -q " py::jd_alpha:" "$T/pymaps/perf-$pypid.map" && grep -q " py::jd_beta:" "$T/pymaps/perf-$pypid.map" && grep -q " py::jd_gamma:" "$T/pymaps/perf-$pypid.map"'
+check "$S: readable by every consumer (check: exit 0)" exits 0 "$CTL" check "$T/pymaps/perf-$pypid.map"
+check "$S: check says perf reads it" out_has "perf      ok"
+rm -f "/tmp/jit-$pypid.dump" /tmp/jitted-"$pypid"-*.so
 
 echo "cli: $((checks - failures)) passed, $failures failed, $checks of $EXPECTED checks ran"
 if [ "$failures" -ne 0 ]; then

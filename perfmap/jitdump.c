@@ -1,0 +1,605 @@
+/* A jitdump (jit-<pid>.dump) read as it grows, as untrusted input: the live functions it names. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* perf's tools/perf/util/jitdump.h: the sizes of the fixed parts, in bytes. */
+#define JD_MAGIC 0x4A695444u
+#define JD_MAGIC_SWAPPED 0x4454694Au
+#define JD_HEADER_SIZE 40u    /* magic version total_size elf_mach pad1 pid timestamp flags */
+#define JD_PREFIX_SIZE 16u    /* id total_size timestamp */
+#define JD_LOAD_SIZE 56u      /* prefix pid tid vma code_addr code_size code_index */
+#define JD_MOVE_SIZE 64u      /* prefix pid tid vma old_code_addr new_code_addr code_size code_index */
+#define JD_DEBUG_SIZE 32u     /* prefix code_addr nr_entry */
+#define JD_DEBUG_ENTRY_SIZE 16u /* addr lineno discrim, then a NUL-terminated file name */
+
+enum {
+	JIT_CODE_LOAD = 0,
+	JIT_CODE_MOVE = 1,
+	JIT_CODE_DEBUG_INFO = 2,
+	JIT_CODE_CLOSE = 3,
+};
+
+/* The kernel's PID_MAX_LIMIT (4M on 64-bit): no pid is above it. */
+#define JD_PID_MAX (4u << 20)
+
+/*
+ * A live function, in a treap ordered by (pid, start): each pid's functions
+ * sorted and never overlapping, so a new range finds what it covers by two
+ * splits. Random priorities keep it shallow whatever order addresses come in.
+ */
+struct jd_func {
+	struct jd_func *l, *r;
+	uint64_t start, size;
+	uint32_t prio, pid;
+	uint32_t name_len;   /* at most PERFMAP_NAME_MAX: what the writer keeps */
+	char name[];
+};
+
+struct perfmap_jitdump {
+	struct jd_func *root;
+	uint64_t rand;
+	struct perfmap_jitdump_stats st;
+	char name[PERFMAP_JITDUMP_NAME_MAX + 1];
+	unsigned char *debug;   /* a debug info record, read whole */
+	size_t debug_cap;
+};
+
+static const char *const stop_str[__PERFMAP_JITDUMP_STOP_MAX] = {
+	[PERFMAP_JITDUMP_OK] = "ok",
+	[PERFMAP_JITDUMP_BAD_MAGIC] = "not a jitdump (bad magic)",
+	[PERFMAP_JITDUMP_BAD_VERSION] = "jitdump version not 1",
+	[PERFMAP_JITDUMP_BAD_HEADER_SIZE] = "header size below 40 bytes or above 4096",
+	[PERFMAP_JITDUMP_BAD_PID] = "pid 0 or above the kernel's limit",
+	[PERFMAP_JITDUMP_RECORD_TOO_SMALL] = "record size below what its kind holds",
+	[PERFMAP_JITDUMP_RECORD_TOO_LARGE] = "record size above 64 MiB",
+	[PERFMAP_JITDUMP_NAME_UNTERMINATED] = "function name without its NUL",
+	[PERFMAP_JITDUMP_NAME_TOO_LONG] = "function name longer than 65535 bytes",
+	[PERFMAP_JITDUMP_CODE_SIZE] = "code size larger than its record",
+	[PERFMAP_JITDUMP_BAD_RANGE] = "code at address 0 or past the end of the address space",
+	[PERFMAP_JITDUMP_BAD_DEBUG_INFO] = "debug info entries do not fit their record",
+	[PERFMAP_JITDUMP_TOO_MANY] = "more live functions than the bound (1M, or 256 MiB of names)",
+};
+
+const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop)
+{
+	if ((unsigned int)stop >= __PERFMAP_JITDUMP_STOP_MAX)
+		return "unknown";
+	return stop_str[stop];
+}
+
+/* Fields in the writer's byte order, which the header's magic gave. */
+static uint32_t get32(const struct perfmap_jitdump *j, const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return j->st.swapped ? __builtin_bswap32(v) : v;
+}
+
+static uint64_t get64(const struct perfmap_jitdump *j, const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return j->st.swapped ? __builtin_bswap64(v) : v;
+}
+
+static uint32_t next_prio(struct perfmap_jitdump *j)
+{
+	/* xorshift64: priorities only shape the tree, never its contents. */
+	j->rand ^= j->rand << 13;
+	j->rand ^= j->rand >> 7;
+	j->rand ^= j->rand << 17;
+	return (uint32_t)(j->rand >> 32);
+}
+
+struct perfmap_jitdump *perfmap__jitdump_new(void)
+{
+	struct perfmap_jitdump *j = calloc(1, sizeof(*j));
+	struct timespec ts;
+
+	if (!j)
+		return NULL;
+	/* Unpredictable, so that no order of addresses can make the tree a list. */
+	if (getrandom(&j->rand, sizeof(j->rand), GRND_NONBLOCK) != sizeof(j->rand)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		j->rand = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)j;
+	}
+	j->rand |= 1;
+	return j;
+}
+
+static void funcs_free(struct jd_func *f)
+{
+	/* Depth is the tree's height, logarithmic with random priorities. */
+	if (!f)
+		return;
+	funcs_free(f->l);
+	funcs_free(f->r);
+	free(f);
+}
+
+void perfmap__jitdump_free(struct perfmap_jitdump *j)
+{
+	if (!j)
+		return;
+	funcs_free(j->root);
+	free(j->debug);
+	free(j);
+}
+
+const struct perfmap_jitdump_stats *perfmap__jitdump_stats(const struct perfmap_jitdump *j)
+{
+	return &j->st;
+}
+
+static bool key_less(uint32_t pid, uint64_t start, uint32_t kpid, uint64_t kstart)
+{
+	return pid < kpid || (pid == kpid && start < kstart);
+}
+
+/* @t into the functions before (@pid, @start) and the rest. */
+static void split(struct jd_func *t, uint32_t pid, uint64_t start, struct jd_func **l,
+		  struct jd_func **r)
+{
+	if (!t) {
+		*l = *r = NULL;
+	} else if (key_less(t->pid, t->start, pid, start)) {
+		split(t->r, pid, start, &t->r, r);
+		*l = t;
+	} else {
+		split(t->l, pid, start, l, &t->l);
+		*r = t;
+	}
+}
+
+/* Every key of @l is below every key of @r. */
+static struct jd_func *merge(struct jd_func *l, struct jd_func *r)
+{
+	if (!l || !r)
+		return l ? l : r;
+	if (l->prio > r->prio) {
+		l->r = merge(l->r, r);
+		return l;
+	}
+	r->l = merge(l, r->l);
+	return r;
+}
+
+static void forget(struct perfmap_jitdump *j, struct jd_func *f)
+{
+	j->st.funcs--;
+	j->st.name_bytes -= f->name_len;
+	free(f);
+}
+
+static void forget_all(struct perfmap_jitdump *j, struct jd_func *t)
+{
+	if (!t)
+		return;
+	forget_all(j, t->l);
+	forget_all(j, t->r);
+	j->st.replaced++;
+	forget(j, t);
+}
+
+/*
+ * Put @f in the tree, after removing the functions of its pid it overlaps:
+ * code at their addresses was replaced, so their names no longer hold.
+ */
+static void insert(struct perfmap_jitdump *j, struct jd_func *f)
+{
+	struct jd_func *l, *mid, *r, **pp, *last;
+
+	split(j->root, f->pid, f->start, &l, &r);
+	/* Those starting inside [start, end). */
+	split(r, f->pid, f->start + f->size, &mid, &r);
+	forget_all(j, mid);
+	/* One starting before it may reach into it: the last one before, alone. */
+	if (l) {
+		pp = &l;
+		while ((*pp)->r)
+			pp = &(*pp)->r;
+		last = *pp;
+		if (last->pid == f->pid && last->start + last->size > f->start) {
+			*pp = last->l;
+			j->st.replaced++;
+			forget(j, last);
+		}
+	}
+	f->l = f->r = NULL;
+	f->prio = next_prio(j);
+	j->root = merge(merge(l, f), r);
+	j->st.funcs++;
+	j->st.name_bytes += f->name_len;
+}
+
+/* Take the function at exactly (@pid, @start) out of the tree: it or NULL. */
+static struct jd_func *take(struct perfmap_jitdump *j, uint32_t pid, uint64_t start)
+{
+	struct jd_func **pp = &j->root, *f;
+
+	while (*pp && ((*pp)->pid != pid || (*pp)->start != start))
+		pp = key_less(pid, start, (*pp)->pid, (*pp)->start) ? &(*pp)->l : &(*pp)->r;
+	f = *pp;
+	if (!f)
+		return NULL;
+	*pp = merge(f->l, f->r);
+	j->st.funcs--;
+	j->st.name_bytes -= f->name_len;
+	return f;
+}
+
+static int stop(struct perfmap_jitdump *j, enum perfmap_jitdump_stop why)
+{
+	j->st.stop = why;
+	j->st.stop_offset = j->st.offset;
+	return -EBADMSG;
+}
+
+/* pread() all @len bytes at @off: 0, -EAGAIN when the file ends first (it shrank), or -errno. */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	while (len) {
+		n = pread(fd, buf, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EAGAIN;
+		buf = (char *)buf + n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int read_header(struct perfmap_jitdump *j, int fd, uint64_t end)
+{
+	unsigned char h[JD_HEADER_SIZE];
+	uint32_t magic, size, pid;
+	int err;
+
+	/* The magic alone is enough to refuse a file that is no dump. */
+	if (end < 4)
+		return -EAGAIN;
+	err = read_at(fd, h, end < sizeof(h) ? 4 : sizeof(h), 0);
+	if (err)
+		return err;
+	memcpy(&magic, h, 4);
+	if (magic == JD_MAGIC_SWAPPED)
+		j->st.swapped = true;
+	else if (magic != JD_MAGIC)
+		return stop(j, PERFMAP_JITDUMP_BAD_MAGIC);
+	if (end < sizeof(h))
+		return -EAGAIN;
+	if (get32(j, h + 4) != 1)
+		return stop(j, PERFMAP_JITDUMP_BAD_VERSION);
+	size = get32(j, h + 8);
+	if (size < JD_HEADER_SIZE || size > PERFMAP_JITDUMP_HEADER_MAX)
+		return stop(j, PERFMAP_JITDUMP_BAD_HEADER_SIZE);
+	pid = get32(j, h + 20);
+	if (!pid || pid >= JD_PID_MAX)
+		return stop(j, PERFMAP_JITDUMP_BAD_PID);
+	/* A header longer than perf's: its tail is skipped, as perf does. */
+	if (end < size)
+		return -EAGAIN;
+	j->st.pid = pid;
+	j->st.header = true;
+	j->st.offset = size;
+	return 0;
+}
+
+static struct jd_func *func_new(struct perfmap_jitdump *j, uint32_t pid, uint64_t start,
+				uint64_t size, const char *name, size_t name_len)
+{
+	struct jd_func *f;
+
+	/* Every consumer skips the blanks before a name: a line keeping them reads as another name. */
+	while (name_len && *name == ' ') {
+		name++;
+		name_len--;
+	}
+	name_len = perfmap__name_cut(name, name_len, PERFMAP_NAME_MAX);
+	if (j->st.funcs >= PERFMAP_JITDUMP_FUNCS_MAX ||
+	    j->st.name_bytes + name_len > PERFMAP_JITDUMP_NAME_BYTES_MAX) {
+		errno = E2BIG;
+		return NULL;
+	}
+	f = malloc(sizeof(*f) + name_len);
+	if (!f)
+		return NULL;
+	f->pid = pid;
+	f->start = start;
+	f->size = size;
+	f->name_len = (uint32_t)name_len;
+	memcpy(f->name, name, name_len);
+	return f;
+}
+
+static int range_check(struct perfmap_jitdump *j, uint32_t pid, uint64_t start, uint64_t size)
+{
+	if (!pid || pid >= JD_PID_MAX)
+		return stop(j, PERFMAP_JITDUMP_BAD_PID);
+	if (size > PERFMAP_JITDUMP_RECORD_MAX)
+		return stop(j, PERFMAP_JITDUMP_CODE_SIZE);
+	if (size && !perfmap__range_ok(start, size))
+		return stop(j, PERFMAP_JITDUMP_BAD_RANGE);
+	return 0;
+}
+
+static int add_func(struct perfmap_jitdump *j, struct jd_func *f)
+{
+	if (!f)
+		return errno == E2BIG ? stop(j, PERFMAP_JITDUMP_TOO_MANY) : -ENOMEM;
+	insert(j, f);
+	return 0;
+}
+
+/*
+ * JIT_CODE_LOAD: the fixed part, then the name, then code_size bytes of
+ * code. The name fills what the code leaves (as perf finds the code, at the
+ * record's end), and only its bytes are read: never the code.
+ */
+static int read_load(struct perfmap_jitdump *j, int fd, uint32_t total)
+{
+	unsigned char fix[JD_LOAD_SIZE - JD_PREFIX_SIZE];
+	uint64_t start, size, area;
+	size_t want, len;
+	uint32_t pid;
+	int err;
+
+	if (total < JD_LOAD_SIZE + 1)
+		return stop(j, PERFMAP_JITDUMP_RECORD_TOO_SMALL);
+	err = read_at(fd, fix, sizeof(fix), j->st.offset + JD_PREFIX_SIZE);
+	if (err)
+		return err;
+	pid = get32(j, fix);
+	start = get64(j, fix + 16);
+	size = get64(j, fix + 24);
+	err = range_check(j, pid, start, size);
+	if (err)
+		return err;
+	if (size > total - JD_LOAD_SIZE - 1)
+		return stop(j, PERFMAP_JITDUMP_CODE_SIZE);
+	area = total - JD_LOAD_SIZE - size;
+	want = area > sizeof(j->name) ? sizeof(j->name) : (size_t)area;
+	err = read_at(fd, j->name, want, j->st.offset + JD_LOAD_SIZE);
+	if (err)
+		return err;
+	len = strnlen(j->name, want);
+	if (len == want)
+		return stop(j, want < area ? PERFMAP_JITDUMP_NAME_TOO_LONG
+					   : PERFMAP_JITDUMP_NAME_UNTERMINATED);
+	j->st.loads++;
+	if (!size) {
+		j->st.empty++;
+		return 0;
+	}
+	return add_func(j, func_new(j, pid, start, size, j->name, len));
+}
+
+/* JIT_CODE_MOVE: the function at the old address now lies at the new one, and only there. */
+static int read_move(struct perfmap_jitdump *j, int fd, uint32_t total)
+{
+	unsigned char fix[JD_MOVE_SIZE - JD_PREFIX_SIZE];
+	uint64_t old, start, size;
+	struct jd_func *f;
+	uint32_t pid;
+	int err;
+
+	if (total < JD_MOVE_SIZE)
+		return stop(j, PERFMAP_JITDUMP_RECORD_TOO_SMALL);
+	err = read_at(fd, fix, sizeof(fix), j->st.offset + JD_PREFIX_SIZE);
+	if (err)
+		return err;
+	pid = get32(j, fix);
+	old = get64(j, fix + 16);
+	start = get64(j, fix + 24);
+	size = get64(j, fix + 32);
+	err = range_check(j, pid, start, size);
+	if (err)
+		return err;
+	j->st.moves++;
+	f = take(j, pid, old);
+	if (!f) {
+		j->st.moves_unmatched++;
+		return 0;
+	}
+	if (!size) {
+		free(f);
+		return 0;
+	}
+	f->start = start;
+	f->size = size;
+	return add_func(j, f);
+}
+
+/*
+ * JIT_CODE_DEBUG_INFO: nr_entry entries of {addr, line, discrim, file name}
+ * (the name "\xff" for the previous entry's), read whole and walked within
+ * the record. Validated and counted; the line tables are not kept here.
+ */
+static int read_debug(struct perfmap_jitdump *j, int fd, uint32_t total)
+{
+	uint64_t nr, i;
+	size_t off, left, n;
+	unsigned char *b;
+	int err;
+
+	if (total < JD_DEBUG_SIZE)
+		return stop(j, PERFMAP_JITDUMP_RECORD_TOO_SMALL);
+	if (total > PERFMAP_JITDUMP_DEBUG_MAX) {
+		j->st.debug_unread++;
+		return 0;
+	}
+	if (j->debug_cap < total) {
+		b = realloc(j->debug, total);
+		if (!b)
+			return -ENOMEM;
+		j->debug = b;
+		j->debug_cap = total;
+	}
+	b = j->debug;
+	err = read_at(fd, b, total, j->st.offset);
+	if (err)
+		return err;
+	nr = get64(j, b + 24);
+	/* Each entry is at least its fixed part and a NUL. */
+	if (nr > (total - JD_DEBUG_SIZE) / (JD_DEBUG_ENTRY_SIZE + 1))
+		return stop(j, PERFMAP_JITDUMP_BAD_DEBUG_INFO);
+	off = JD_DEBUG_SIZE;
+	for (i = 0; i < nr; i++) {
+		left = total - off;
+		if (left < JD_DEBUG_ENTRY_SIZE + 1)
+			return stop(j, PERFMAP_JITDUMP_BAD_DEBUG_INFO);
+		off += JD_DEBUG_ENTRY_SIZE;
+		left -= JD_DEBUG_ENTRY_SIZE;
+		n = strnlen((const char *)b + off, left);
+		if (n == left)
+			return stop(j, PERFMAP_JITDUMP_BAD_DEBUG_INFO);
+		off += n + 1;
+	}
+	j->st.debug_info++;
+	j->st.debug_entries += nr;
+	return 0;
+}
+
+long perfmap__jitdump_read(struct perfmap_jitdump *j, int fd, size_t max_records)
+{
+	unsigned char pre[JD_PREFIX_SIZE];
+	uint32_t id, total;
+	uint64_t end;
+	struct stat st;
+	long n = 0;
+	int err;
+
+	if (j->st.stop)
+		return -EBADMSG;
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* Read up to the size it has now; what is appended meanwhile waits for the next call. */
+	end = (uint64_t)st.st_size;
+	if (!j->st.header) {
+		err = read_header(j, fd, end);
+		if (err == -EAGAIN) {
+			j->st.torn_bytes = end;
+			return 0;
+		}
+		if (err)
+			return err;
+	}
+	while (!max_records || (size_t)n < max_records) {
+		j->st.torn_bytes = end > j->st.offset ? end - j->st.offset : 0;
+		if (j->st.torn_bytes < JD_PREFIX_SIZE)
+			break;
+		err = read_at(fd, pre, sizeof(pre), j->st.offset);
+		if (err)
+			goto out;
+		id = get32(j, pre);
+		total = get32(j, pre + 4);
+		/* Sizes are judged before waiting for the body: a 4 GiB record is refused at once. */
+		if (total < JD_PREFIX_SIZE)
+			return stop(j, PERFMAP_JITDUMP_RECORD_TOO_SMALL);
+		if (total > PERFMAP_JITDUMP_RECORD_MAX)
+			return stop(j, PERFMAP_JITDUMP_RECORD_TOO_LARGE);
+		if (j->st.torn_bytes < total)
+			break;
+		switch (id) {
+		case JIT_CODE_LOAD:
+			err = read_load(j, fd, total);
+			break;
+		case JIT_CODE_MOVE:
+			err = read_move(j, fd, total);
+			break;
+		case JIT_CODE_DEBUG_INFO:
+			err = read_debug(j, fd, total);
+			break;
+		case JIT_CODE_CLOSE:
+			j->st.closes++;
+			break;
+		default:
+			/* JIT_CODE_UNWINDING_INFO, and ids newer than this reader. */
+			j->st.skipped++;
+			break;
+		}
+		if (err)
+			goto out;
+		j->st.offset += total;
+		j->st.records++;
+		n++;
+	}
+	j->st.torn_bytes = end > j->st.offset ? end - j->st.offset : 0;
+	return n;
+out:
+	/* The file shrank under us: nothing consumed, tried again next time. */
+	if (err == -EAGAIN)
+		return n;
+	return err;
+}
+
+struct write_ctx {
+	int fd;
+	uint32_t pid;
+	size_t off;
+	long lines;
+	int err;
+	char buf[16u << 10];
+};
+
+static void write_func(struct write_ctx *c, const struct jd_func *f)
+{
+	if (c->err || (c->pid && f->pid != c->pid) || f->name_len < 3)
+		return;
+	if (c->off + PERFMAP_FIXED_MAX + f->name_len > sizeof(c->buf)) {
+		c->err = perfmap__write_all(c->fd, c->buf, c->off);
+		c->off = 0;
+		if (c->err)
+			return;
+	}
+	c->off += perfmap__format_line(c->buf + c->off, f->start, f->size, f->name,
+				       f->name_len);
+	c->lines++;
+}
+
+static void write_tree(struct write_ctx *c, const struct jd_func *f)
+{
+	if (!f)
+		return;
+	write_tree(c, f->l);
+	write_func(c, f);
+	write_tree(c, f->r);
+}
+
+long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_t pid)
+{
+	struct write_ctx *c = malloc(sizeof(*c));
+	long lines;
+
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	c->pid = pid;
+	c->off = 0;
+	c->lines = 0;
+	c->err = 0;
+	write_tree(c, j->root);
+	if (!c->err && c->off)
+		c->err = perfmap__write_all(fd, c->buf, c->off);
+	lines = c->err ? c->err : c->lines;
+	free(c);
+	return lines;
+}

@@ -514,17 +514,18 @@ test_fd_holders() {
 	as_attacker "$PY" "$ATTACK" holders "$d" 2900 >"$out"
 	n=$(grep -c '^holder' "$out")
 	check "fd_holders: 2900 holders wrote their maps and exited ($n)" test "$n" = 2900
-	# Until no holder's map is left at its path or staged, or that number stands
-	# still 3 s: the staged names too, since the archive's worker removes them last.
+	# Until no map is staged (the archive's worker links each, then removes its
+	# staged name; none may be left, checked below), and no holder's map is left
+	# at its path or that number stood still 3 s; 60 s at most.
 	for i in $(seq 60); do
-		now=$(ls -A "$d" | grep -c '^perf-\|^\.perfmapd\.')
-		[ "$now" = 0 ] && break
+		inflight=$(ls -A "$d" | grep -c '^\.perfmapd\.')
+		now=$(ls -A "$d" | grep -c '^perf-')
 		if [ "$now" = "$last" ]; then
 			stable=$((stable + 1))
-			[ $stable -ge 3 ] && break
 		else
 			stable=0
 		fi
+		[ "$inflight" = 0 ] && { [ "$now" = 0 ] || [ $stable -ge 3 ]; } && break
 		last=$now
 		sleep 1
 	done
@@ -535,7 +536,8 @@ test_fd_holders() {
 		     ls "$a" | sed -n 's/^perf-\([0-9]*\)-.*/\1/p'; } | sort -u) | wc -l)
 	staged=$(ls -A "$d" | grep -c '^\.perfmapd\.')
 	check "fd_holders: no map lost: each archived or at its path ($lost lost)" test "$lost" = 0
-	check "fd_holders: none left half-way, staged until a restart ($staged)" test "$staged" = 0
+	check "fd_holders: none left half-way, staged until a restart ($staged)" test "$staged" = 0 ||
+		{ ls -lA "$d" | grep '\.perfmapd\.' | head -5; grep -E 'archive|staged' "$AGENT_LOG" | tail -5; } | sed 's/^/  | /'
 	emfile=$(grep -c 'Too many open files' "$AGENT_LOG")
 	check "fd_holders: no EMFILE flood in the log ($emfile lines)" test "$emfile" -le 1
 	victim_forks fd_holders 20

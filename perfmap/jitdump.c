@@ -37,6 +37,7 @@ enum {
 struct jd_func {
 	struct jd_func *l, *r;
 	uint64_t start, size;
+	uint64_t seq;        /* when it was loaded or moved: perfmap__jitdump_write_since() */
 	uint32_t prio, pid;
 	uint32_t name_len;   /* at most PERFMAP_NAME_MAX: what the writer keeps */
 	char name[];
@@ -46,6 +47,9 @@ struct perfmap_jitdump {
 	struct jd_func *root;
 	uint64_t rand;
 	struct perfmap_jitdump_stats st;
+	uint64_t seq;
+	uint64_t max_funcs, max_name_bytes;
+	uint32_t expect_pid;
 	char name[PERFMAP_JITDUMP_NAME_MAX + 1];
 	unsigned char *debug;   /* a debug info record, read whole */
 	size_t debug_cap;
@@ -64,7 +68,8 @@ static const char *const stop_str[__PERFMAP_JITDUMP_STOP_MAX] = {
 	[PERFMAP_JITDUMP_CODE_SIZE] = "code size larger than its record",
 	[PERFMAP_JITDUMP_BAD_RANGE] = "code at address 0 or past the end of the address space",
 	[PERFMAP_JITDUMP_BAD_DEBUG_INFO] = "debug info entries do not fit their record",
-	[PERFMAP_JITDUMP_TOO_MANY] = "more live functions than the bound (1M, or 256 MiB of names)",
+	[PERFMAP_JITDUMP_TOO_MANY] = "more live functions than the bound",
+	[PERFMAP_JITDUMP_PID_MISMATCH] = "its header names another pid than its file's name",
 };
 
 const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop)
@@ -113,6 +118,8 @@ struct perfmap_jitdump *perfmap__jitdump_new(void)
 		j->rand = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)j;
 	}
 	j->rand |= 1;
+	j->max_funcs = PERFMAP_JITDUMP_FUNCS_MAX;
+	j->max_name_bytes = PERFMAP_JITDUMP_NAME_BYTES_MAX;
 	return j;
 }
 
@@ -138,6 +145,25 @@ void perfmap__jitdump_free(struct perfmap_jitdump *j)
 const struct perfmap_jitdump_stats *perfmap__jitdump_stats(const struct perfmap_jitdump *j)
 {
 	return &j->st;
+}
+
+void perfmap__jitdump_set_limits(struct perfmap_jitdump *j, uint64_t max_funcs,
+				 uint64_t max_name_bytes)
+{
+	if (max_funcs && max_funcs < PERFMAP_JITDUMP_FUNCS_MAX)
+		j->max_funcs = max_funcs;
+	if (max_name_bytes && max_name_bytes < PERFMAP_JITDUMP_NAME_BYTES_MAX)
+		j->max_name_bytes = max_name_bytes;
+}
+
+void perfmap__jitdump_expect_pid(struct perfmap_jitdump *j, uint32_t pid)
+{
+	j->expect_pid = pid;
+}
+
+uint64_t perfmap__jitdump_seq(const struct perfmap_jitdump *j)
+{
+	return j->seq;
 }
 
 static bool key_less(uint32_t pid, uint64_t start, uint32_t kpid, uint64_t kstart)
@@ -187,6 +213,7 @@ static void forget_all(struct perfmap_jitdump *j, struct jd_func *t)
 	forget_all(j, t->l);
 	forget_all(j, t->r);
 	j->st.replaced++;
+	j->st.removed++;
 	forget(j, t);
 }
 
@@ -211,11 +238,13 @@ static void insert(struct perfmap_jitdump *j, struct jd_func *f)
 		if (last->pid == f->pid && last->start + last->size > f->start) {
 			*pp = last->l;
 			j->st.replaced++;
+			j->st.removed++;
 			forget(j, last);
 		}
 	}
 	f->l = f->r = NULL;
 	f->prio = next_prio(j);
+	f->seq = ++j->seq;
 	j->root = merge(merge(l, f), r);
 	j->st.funcs++;
 	j->st.name_bytes += f->name_len;
@@ -292,6 +321,8 @@ static int read_header(struct perfmap_jitdump *j, int fd, uint64_t end)
 	pid = get32(j, h + 20);
 	if (!pid || pid >= JD_PID_MAX)
 		return stop(j, PERFMAP_JITDUMP_BAD_PID);
+	if (j->expect_pid && pid != j->expect_pid)
+		return stop(j, PERFMAP_JITDUMP_PID_MISMATCH);
 	/* A header longer than perf's: its tail is skipped, as perf does. */
 	if (end < size)
 		return -EAGAIN;
@@ -312,8 +343,7 @@ static struct jd_func *func_new(struct perfmap_jitdump *j, uint32_t pid, uint64_
 		name_len--;
 	}
 	name_len = perfmap__name_cut(name, name_len, PERFMAP_NAME_MAX);
-	if (j->st.funcs >= PERFMAP_JITDUMP_FUNCS_MAX ||
-	    j->st.name_bytes + name_len > PERFMAP_JITDUMP_NAME_BYTES_MAX) {
+	if (j->st.funcs >= j->max_funcs || j->st.name_bytes + name_len > j->max_name_bytes) {
 		errno = E2BIG;
 		return NULL;
 	}
@@ -417,6 +447,8 @@ static int read_move(struct perfmap_jitdump *j, int fd, uint32_t total)
 		j->st.moves_unmatched++;
 		return 0;
 	}
+	/* Its old range is no longer its: a map that named it there is rewritten. */
+	j->st.removed++;
 	if (!size) {
 		free(f);
 		return 0;
@@ -554,6 +586,7 @@ out:
 struct write_ctx {
 	int fd;
 	uint32_t pid;
+	uint64_t after_seq;
 	size_t off;
 	long lines;
 	int err;
@@ -562,7 +595,7 @@ struct write_ctx {
 
 static void write_func(struct write_ctx *c, const struct jd_func *f)
 {
-	if (c->err || (c->pid && f->pid != c->pid) || f->name_len < 3)
+	if (c->err || (c->pid && f->pid != c->pid) || f->name_len < 3 || f->seq <= c->after_seq)
 		return;
 	if (c->off + PERFMAP_FIXED_MAX + f->name_len > sizeof(c->buf)) {
 		c->err = perfmap__write_all(c->fd, c->buf, c->off);
@@ -586,6 +619,12 @@ static void write_tree(struct write_ctx *c, const struct jd_func *f)
 
 long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_t pid)
 {
+	return perfmap__jitdump_write_since(j, fd, pid, 0);
+}
+
+long perfmap__jitdump_write_since(const struct perfmap_jitdump *j, int fd, uint32_t pid,
+				  uint64_t after_seq)
+{
 	struct write_ctx *c = malloc(sizeof(*c));
 	long lines;
 
@@ -593,6 +632,7 @@ long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_
 		return -ENOMEM;
 	c->fd = fd;
 	c->pid = pid;
+	c->after_seq = after_seq;
 	c->off = 0;
 	c->lines = 0;
 	c->err = 0;
@@ -602,4 +642,21 @@ long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_
 	lines = c->err ? c->err : c->lines;
 	free(c);
 	return lines;
+}
+
+uint32_t perfmap__jitdump_next_pid(const struct perfmap_jitdump *j, uint32_t after)
+{
+	const struct jd_func *f = j->root;
+	uint32_t best = 0;
+
+	/* The leftmost function of a pid above @after: one descent, the tree's height. */
+	while (f) {
+		if (f->pid > after) {
+			best = f->pid;
+			f = f->l;
+		} else {
+			f = f->r;
+		}
+	}
+	return best;
 }

@@ -180,16 +180,37 @@ static int vmas_add(struct perfmap_vmas *vs, const struct perfmap_vma *v)
 	return vmas_push(vs, &tail);
 }
 
+/* A jitdump producer maps its dump executable: perf's marker, kept for who reads dumps. */
+static void note_marker(struct perfmap_vmas *vs, const struct perfmap_vma *v, const char *path,
+			size_t len)
+{
+	const char *base = path + len;
+
+	if (vs->marker[0] || v->kind != PERFMAP_VMA_FILE || !(v->prot & PROT_EXEC) ||
+	    len >= sizeof(vs->marker) || len < 10 || memcmp(path + len - 5, ".dump", 5))
+		return;
+	while (base > path && base[-1] != '/')
+		base--;
+	if (path + len - base < 10 || memcmp(base, "jit-", 4))
+		return;
+	memcpy(vs->marker, path, len);
+	vs->marker[len] = '\0';
+	vs->marker_ino = v->ino;
+}
+
 long perfmap__vmas_parse_buf(struct perfmap_vmas *vs, const char *buf, size_t len)
 {
-	const char *p = buf, *end = buf + len, *nl;
+	const char *p = buf, *end = buf + len, *nl, *path;
 	struct perfmap_vma v;
+	size_t path_len;
 	int err;
 
 	for (; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
-		err = perfmap__vma_parse(p, (size_t)(nl - p), &v);
-		if (!err)
+		err = perfmap__vma_parse_path(p, (size_t)(nl - p), &v, &path, &path_len);
+		if (!err) {
+			note_marker(vs, &v, path, path_len);
 			err = vmas_add(vs, &v);
+		}
 		if (err)
 			return err;
 	}
@@ -290,4 +311,6 @@ void perfmap__vmas_release(struct perfmap_vmas *vs)
 	free(vs->v);
 	vs->v = NULL;
 	vs->n = vs->cap = 0;
+	vs->marker[0] = '\0';
+	vs->marker_ino = 0;
 }

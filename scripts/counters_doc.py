@@ -23,7 +23,7 @@ import sys
 DEF = "perfmap/include/perfmapd_counters.def"
 AGENT_MD = "docs/agent.md"
 CTL_MAN = "man/perfmapctl.8"
-OWNERS = ("VALUE", "POLICY", "ARCHIVE", "MIRROR", "HOLDS", "LOOP")
+OWNERS = ("VALUE", "POLICY", "ARCHIVE", "MIRROR", "HOLDS", "LOOP", "JITDUMP")
 ROW_FIELDS = ("key", "source", "group", "type", "unit", "flags", "family", "label", "summary", "help")
 MARK = {
     "status": ("<!-- counters: status keys, written by `make docs-counters` from "

@@ -46,7 +46,7 @@ test:
 	@$(MAKE) --no-print-directory test-all
 
 test-all: all layering-test unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
-	security-test container-test agent-test-asan container-test-asan faults-test \
+	jitdump-test security-test container-test agent-test-asan container-test-asan faults-test \
 	unit-file-test k8s-test image-test profile-test profile-test-asan make-warnings-test symbols-test
 	@echo "test: all passed"
 
@@ -286,6 +286,17 @@ $(O)/tests/%: tests/agent/%.c tests/agent/jitloop.h
 agent-test: all $(AGENT_TEST_BINS)
 	@bash tests/agent/run.sh $(O) $(AGENT_TESTS)
 
+# Jitdumps (issue 22): the agent writing maps for live producers (a test one, CPython
+# 3.13 -X perf_jit, Node --perf-prof), perf without inject against perf inject -j,
+# bpftrace, hostile dumps from uid 65534; root.
+$(O)/tests/jitprod: tests/jitdump/jitprod.c tests/unit/jdbuild.h tests/agent/jitloop.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
+
+jitdump-test: all $(O)/tests/jitprod
+	@bash tests/jitdump/run.sh $(O) $(JITDUMP_TESTS)
+
 # perfmapctl doctor on live processes: the test JIT's kinds of regions, containers,
 # another uid, CPython and Node where present (DOCTOR_TESTS="kinds node" picks some); root.
 doctor-test: all $(O)/tests/jitdoc
@@ -346,7 +357,7 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
 .PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test
-.PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
+.PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test jitdump-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap bench-profile
 
 # The retention list's tick and the archive's store and usage with many

@@ -53,11 +53,16 @@ static int open_map_dir(struct daemon *d)
 
 /* ---- where the pieces meet ---- */
 
-/* An event from BPF: to the policy. */
+/* An event from BPF: to the policy, what a jitdump holds so far written first. */
 static void on_event(void *ctx, const struct policy_event *ev)
 {
 	struct daemon *d = ctx;
 
+	/* A child inherits all the code its parent's dump names so far: its map has it first. */
+	if (d->jitdumps && ev->type == POLICY_EV_FORK)
+		jitdumps__flush(d->jitdumps, ev->ppid);
+	if (d->jitdumps && (ev->type == POLICY_EV_EXEC || ev->type == POLICY_EV_EXIT))
+		jitdumps__ended(d->jitdumps, ev->pid);
 	policy__event(d->policy, ev, clock_boot_ns());
 }
 
@@ -73,8 +78,21 @@ static void on_exec_map(void *ctx, const struct execmap_rec *rec)
 {
 	struct daemon *d = ctx;
 
+	if (rec->kind == EXECMAP_JITDUMP) {
+		if (d->jitdumps)
+			jitdumps__marker(d->jitdumps, rec->pid, rec->path, rec->ino);
+		return;
+	}
 	policy__exec_mapping(d->policy, rec->pid, rec->len, rec->kind == EXECMAP_MEMFD,
 			     clock_boot_ns());
+}
+
+static void on_jitdump_marker(void *ctx, pid_t pid, const char *path, uint64_t ino)
+{
+	struct daemon *d = ctx;
+
+	if (d->jitdumps)
+		jitdumps__marker(d->jitdumps, pid, path, ino);
 }
 
 /*
@@ -107,7 +125,7 @@ static int open_exec_maps(struct daemon *d)
 	execprobe_describe(d->exec_probe, sizeof(d->exec_probe), perf_err);
 	pr_info("exec maps: from %s, /proc/<pid>/maps for the gaps (this kernel: %s)",
 		execmap_source_name(d->exec_src), d->exec_probe);
-	d->jitscan = jitscan__new(d->exec_src == EXECMAP_SRC_PROCFS);
+	d->jitscan = jitscan__new(d->exec_src == EXECMAP_SRC_PROCFS, on_jitdump_marker, d);
 	return d->jitscan ? 0 : -ENOMEM;
 }
 
@@ -237,6 +255,12 @@ static int open_pieces(struct daemon *d)
 	if (!d->policy)
 		return -ENOMEM;
 	holds__attach(d->holds, d->policy);
+	/* Their markers come with the executable mappings; a dry run writes no map. */
+	if (d->exec_src != EXECMAP_SRC_OFF && !d->cfg->dry_run) {
+		d->jitdumps = jitdumps__new(d->cfg->map_dir, d->map_dir_fd, d->policy);
+		if (!d->jitdumps)
+			return -ENOMEM;
+	}
 	/*
 	 * After the drop: the HTTP thread needs no capability (a port below
 	 * 1024 would need CAP_NET_BIND_SERVICE, which is not kept).
@@ -301,6 +325,7 @@ void daemon__close(struct daemon *d)
 	metrics__free(d->metrics);
 	/* Before the policy: closing a holder releases its holds there. */
 	holds__free(d->holds);
+	jitdumps__free(d->jitdumps);
 	policy__free(d->policy);
 	jitscan__free(d->jitscan);
 	execmap__free(d->execmap);

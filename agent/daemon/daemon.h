@@ -16,6 +16,7 @@ struct events;
 struct execmap;
 struct holds;
 struct instance;
+struct jitdumps;
 struct jitscan;
 struct mapwatch;
 struct metrics;
@@ -40,6 +41,7 @@ struct daemon {
 	enum execmap_source exec_src; /* what was chosen */
 	char exec_probe[96];          /* what else this kernel would load (execprobe.c) */
 	struct jitscan *jitscan;      /* reads /proc/<pid>/maps for the gaps */
+	struct jitdumps *jitdumps;    /* NULL: no executable mappings, or a dry run */
 	struct metrics *metrics;      /* NULL: no --metrics-listen */
 	struct store *store;
 	struct policy *policy;

@@ -234,7 +234,7 @@ static int report_open(struct daemon *d, struct loop *l)
 		.exec_source = execmap_source_name(d->exec_src), .exec_probe = d->exec_probe,
 		.policy = d->policy, .events = d->events, .mw = d->mw, .ar = d->ar,
 		.mirrors = d->mirrors, .execmap = d->execmap, .jitscan = d->jitscan,
-		.holds = d->holds, .inst = d->inst, .metrics = d->metrics,
+		.holds = d->holds, .jitdumps = d->jitdumps, .inst = d->inst, .metrics = d->metrics,
 	};
 
 	l->report = report__new(&p, &l->stats);
@@ -264,6 +264,9 @@ static void on_tick(struct daemon *d, struct loop *l)
 	holds__tick(d->holds);
 	if (d->jitscan)
 		jitscan__tick(d->jitscan, d->policy, clock_boot_ns());
+	/* Before the policy's tick: a producer's map is there when its JIT code is judged. */
+	if (d->jitdumps)
+		jitdumps__tick(d->jitdumps);
 	policy__tick(d->policy, clock_boot_ns());
 	if (d->mirrors)
 		mirrors__poll(d->mirrors, clock_boot_ns());

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "in/execmap.h"
+#include "lib/mapname.h"
 
 /* The sample id perf appends to every record: sample_type TID | TIME. */
 struct sample_id {
@@ -121,6 +122,14 @@ static int parse_mmap2(const unsigned char *p, size_t len, struct execmap_rec *o
 		.pid = (pid_t)m.pid, .addr = m.addr, .len = m.len, .prot = m.prot,
 		.kind = execmap_kind_of(name, name_len, m.flags & MAP_SHARED), .ts_ns = sid.time,
 	};
+	/* A jitdump producer maps its dump executable so that perf finds it (perf's jitdump.c). */
+	if (out->kind == EXECMAP_FILE && jitdump_name_pid(name, name_len)) {
+		out->kind = EXECMAP_JITDUMP;
+		out->path = name;
+		out->maj = m.maj;
+		out->min = m.min;
+		out->ino = m.ino;
+	}
 	return out->kind == EXECMAP_FILE ? 0 : 1;
 }
 

@@ -18,6 +18,7 @@ enum execmap_kind {
 	EXECMAP_FILE,
 	EXECMAP_ANON,
 	EXECMAP_MEMFD,
+	EXECMAP_JITDUMP,  /* a jitdump's marker: its file jit-<pid>.dump, mapped executable */
 };
 
 struct execmap_rec {
@@ -26,6 +27,10 @@ struct execmap_rec {
 	uint32_t prot;
 	enum execmap_kind kind;
 	uint64_t ts_ns;       /* CLOCK_BOOTTIME */
+	/* EXECMAP_JITDUMP: the file, as the process sees it (valid during the callback), and its inode */
+	const char *path;
+	uint32_t maj, min;
+	uint64_t ino;
 };
 
 /* "perf-mmap2", "procfs", "off" ("auto" before the choice) */
@@ -34,7 +39,7 @@ const char *execmap_source_name(enum execmap_source src);
 /*
  * One record of a perf ring (@len bytes, header included), without system
  * calls (the fuzzer drives it): 1 with @out filled for an executable
- * anonymous or memfd mapping, 0 for any other record, -EINVAL when it is not
+ * anonymous or memfd mapping or a jitdump's marker, 0 for any other record, -EINVAL when it is not
  * a well-formed MMAP2 record with the sample id this source asks for.
  * Lost records are counted in @lost.
  */

@@ -18,17 +18,22 @@ struct jitscan {
 	pid_t *pids;
 	size_t n, next, cap;
 	bool periodic;
+	jitscan_marker_fn marker;
+	void *ctx;
 	bool again;           /* a pass was asked for while one ran: another follows it */
 	uint64_t last_pass_ns;
 	uint64_t reads, passes;
 };
 
-struct jitscan *jitscan__new(bool periodic)
+struct jitscan *jitscan__new(bool periodic, jitscan_marker_fn marker, void *ctx)
 {
 	struct jitscan *js = calloc(1, sizeof(*js));
 
-	if (js)
-		js->periodic = periodic;
+	if (!js)
+		return NULL;
+	js->periodic = periodic;
+	js->marker = marker;
+	js->ctx = ctx;
 	return js;
 }
 
@@ -97,6 +102,9 @@ static void read_one(struct jitscan *js, struct policy *p, pid_t pid, uint64_t n
 	/* Still the process whose stat was read: its mappings are its own. */
 	if (regions && procfs_is(pid, pi.start_ticks))
 		policy__exec_mappings_found(p, pid, pi.start_ticks, regions, jit, memfd, now_ns);
+	/* A dump mapped before the agent started, or whose report was lost. */
+	if (vs.marker[0] && js->marker)
+		js->marker(js->ctx, pid, vs.marker, vs.marker_ino);
 release:
 	perfmap__vmas_release(&vs);
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct policy;
 
@@ -20,8 +21,14 @@ struct policy;
 
 struct jitscan;
 
-/* @periodic: /proc is the only source, passes repeat; else one pass per jitscan__pass(). */
-struct jitscan *jitscan__new(bool periodic);
+/* A jitdump's marker mapping found in @pid's mappings: @path as the agent's root sees it. */
+typedef void (*jitscan_marker_fn)(void *ctx, pid_t pid, const char *path, uint64_t ino);
+
+/*
+ * @periodic: /proc is the only source, passes repeat; else one pass per
+ * jitscan__pass(). @marker (may be NULL) is told of each jitdump marker read.
+ */
+struct jitscan *jitscan__new(bool periodic, jitscan_marker_fn marker, void *ctx);
 void jitscan__free(struct jitscan *js);
 /* Every process the policy knows is read again, beginning at the next tick. */
 void jitscan__pass(struct jitscan *js, const struct policy *p);

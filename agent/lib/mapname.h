@@ -1,4 +1,4 @@
-/* The names runtimes give their maps: "perf-<pid>.map". */
+/* The names runtimes give their maps, "perf-<pid>.map", and their jitdumps, "jit-<pid>.dump". */
 #ifndef PERFMAPD_MAPNAME_H
 #define PERFMAPD_MAPNAME_H
 
@@ -26,6 +26,31 @@ static inline bool map_name_pid(const char *name, pid_t *pid)
 		return false;
 	*pid = (pid_t)v;
 	return true;
+}
+
+/*
+ * The pid of a path whose last component is "jit-<pid>.dump" (perf's own
+ * test for a jitdump marker, tools/perf/util/jitdump.c), of @len bytes, not
+ * NUL-terminated; 0 for any other path.
+ */
+static inline pid_t jitdump_name_pid(const char *path, size_t len)
+{
+	const char *base = path + len;
+	unsigned long v = 0;
+	size_t n;
+
+	while (base > path && base[-1] != '/')
+		base--;
+	n = (size_t)(path + len - base);
+	if (n < 11 || n > 20 || memcmp(base, "jit-", 4) || memcmp(path + len - 5, ".dump", 5) ||
+	    base[4] < '1' || base[4] > '9')
+		return 0;
+	for (base += 4; base < path + len - 5; base++) {
+		if (*base < '0' || *base > '9')
+			return 0;
+		v = v * 10 + (unsigned long)(*base - '0');
+	}
+	return v > 0x7fffffff ? 0 : (pid_t)v;
 }
 
 #endif /* PERFMAPD_MAPNAME_H */

@@ -16,7 +16,7 @@
 
 #include "mirror/container.h"
 #include "policy/mapstore.h"
-#include "mirror/nsroot.h"
+#include "lib/nsroot.h"
 
 struct mirror_config {
 	int map_dir_fd;

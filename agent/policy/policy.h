@@ -196,6 +196,30 @@ struct policy_jit {
 /* Processes with JIT code, to @fn; the number with no map now in @lost. */
 void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
 			  void *ctx, uint64_t *lost);
+/* ---- jitdumps (policy_jitdump.c) ---- */
+
+enum jitdump_target {
+	JITDUMP_TARGET_OK,        /* its map may name the dump's code for it */
+	JITDUMP_TARGET_WAIT,      /* a copy into its map is under way: ask again later */
+	JITDUMP_TARGET_GONE,      /* no process the table knows holds the pid */
+	JITDUMP_TARGET_REFUSED,   /* another uid's, or not the producer's nor its descendant */
+};
+/*
+ * May records of the dump of (@owner, @owner_start), a file of @uid, name
+ * code in @pid's map? OK with the process's @start_ticks.
+ */
+enum jitdump_target policy__jitdump_target(const struct policy *p, pid_t owner,
+					   uint64_t owner_start, pid_t pid, uid_t uid,
+					   uint64_t *start_ticks);
+/*
+ * May the map @mi at (@pid, @start_ticks)'s path take a dump's functions
+ * after its lines? Only perfmapd's copy of its parent's, unwritten since.
+ */
+bool policy__jitdump_adopt(const struct policy *p, pid_t pid, uint64_t start_ticks,
+			   const struct map_info *mi);
+/* (@pid, @start_ticks) produces a jitdump: its code is not lost, whatever its map. */
+void policy__jitdump_found(struct policy *p, pid_t pid, uint64_t start_ticks);
+
 /* Calls @fn for every tracked process of ours (not foreign). */
 void policy__for_each_pid(const struct policy *p, void (*fn)(pid_t pid, void *ctx), void *ctx);
 

@@ -79,6 +79,7 @@ void policy__jit_exec(struct policy *p, struct proc *pr)
 	pr->jit.due_ns = 0;
 	pr->jit.regions = 0;
 	pr->jit.state = JIT_NONE;
+	pr->jit.jitdump = false;
 }
 
 void policy__jit_named(struct policy *p, struct proc *pr)
@@ -116,7 +117,7 @@ static void judge(struct policy *p, struct proc *pr, uint64_t now_ns)
 		pr->jit.state = JIT_UNJUDGED;
 		return;
 	}
-	if (!look(p, pr->tgid, 0, &mi) && !mi.refused) {
+	if (pr->jit.jitdump || (!look(p, pr->tgid, 0, &mi) && !mi.refused)) {
 		pr->jit.state = JIT_NAMED;
 		return;
 	}

@@ -50,6 +50,7 @@ struct proc_jit {
 	uint64_t memfd_bytes;      /* memfd-backed executable: perf never looks these up in a map */
 	uint32_t regions;
 	uint8_t state;             /* enum jit_state */
+	bool jitdump;              /* it produces a jitdump: its code is described there */
 	uint64_t due_ns;           /* its watch's: one queued for an earlier image is not it */
 };
 

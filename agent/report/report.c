@@ -22,14 +22,16 @@
 #include "report/metrics_text.h"
 #include "report/report.h"
 #include "report/status.h"
+#include "store/store.h"
 
 /* Each reason has its row in the table (refused_*, ns_writes_refused_*): a new one needs its own. */
 _Static_assert(NSR__COUNT == 10, "a refusal of a container's map without its refused_* row");
 _Static_assert(NSW__COUNT == 4, "a refusal to write in a container without its ns_writes_refused_* row");
 
-/* Lines listed after the counters: the first MIRRORS_LISTED mirrors, JITS_LISTED processes with JIT code. */
+/* Lines listed after the counters: the first MIRRORS_LISTED mirrors, JITS_LISTED processes with JIT code, JITDUMPS_LISTED dumps. */
 #define MIRRORS_LISTED 32
 #define JITS_LISTED 64
+#define JITDUMPS_LISTED 64
 
 struct report {
 	struct report_pieces p;        /* its strings are the report's own copies */
@@ -45,6 +47,7 @@ struct reading {
 	struct archive_stats ar;
 	const struct mirror_stats *ms; /* all 0 without mirrors */
 	struct holds_stats hs;
+	const struct jitdumps_stats *jd;   /* all 0 without jitdumps */
 	const struct loop_stats *loop;
 	const char *pid;
 	uint64_t uptime_s;
@@ -124,10 +127,13 @@ static void count_jit(const struct policy_jit *j, void *ctx)
 static void read_now(const struct report *rep, struct reading *n, bool status)
 {
 	static const struct mirror_stats no_mirrors;
+	static const struct jitdumps_stats no_jitdumps;
 	const struct report_pieces *r = &rep->p;
 	struct with_maps w = { .p = r };
 
-	*n = (struct reading){ .loop = rep->loop, .ms = &no_mirrors };
+	*n = (struct reading){ .loop = rep->loop, .ms = &no_mirrors, .jd = &no_jitdumps };
+	if (r->jitdumps)
+		n->jd = jitdumps__stats(r->jitdumps);
 	n->pol = policy__stats(r->policy);
 	archive__stats(r->ar, &n->ar);
 	archive__usage(r->ar, &n->archive_files, &n->archive_bytes);
@@ -180,6 +186,7 @@ static void read_values(const struct report *rep, struct counter_values *out, bo
 #define PERFMAPD_MIRROR(key, field, group, type, ...) READ_##type(key, n->ms->field)
 #define PERFMAPD_HOLDS(key, field, group, type, ...) READ_##type(key, n->hs.field)
 #define PERFMAPD_LOOP(key, field, group, type, ...) READ_##type(key, n->loop->field)
+#define PERFMAPD_JITDUMP(key, field, group, type, ...) READ_##type(key, n->jd->field)
 #include "perfmapd_counters.def"
 #undef READ_COUNTER
 #undef READ_GAUGE
@@ -207,7 +214,7 @@ static void jit_line(const struct policy_jit *j, void *ctx)
 			 (unsigned long long)j->memfd_bytes, j->lost ? "yes" : "no");
 }
 
-/* The groups' lists: one line per mirror (PERFMAPD_LIST "mirror_"), per process with JIT code. */
+/* The groups' lists: one line per mirror (PERFMAPD_LIST "mirror_"), per process with JIT code, per jitdump. */
 static void lists(struct status_text *t, enum perfmapd_group_id group, void *ctx)
 {
 	const struct report *rep = ctx;
@@ -217,6 +224,9 @@ static void lists(struct status_text *t, enum perfmapd_group_id group, void *ctx
 	if (group == PMG_MIRRORS && rep->p.mirrors && t->len < t->cap)
 		t->len += mirrors__describe(rep->p.mirrors, t->buf + t->len, t->cap - t->len,
 					    MIRRORS_LISTED);
+	if (group == PMG_JITDUMP && rep->p.jitdumps && t->len < t->cap)
+		t->len += jitdumps__describe(rep->p.jitdumps, t->buf + t->len, t->cap - t->len,
+					     JITDUMPS_LISTED);
 	if (group != PMG_JIT)
 		return;
 	policy__for_each_jit(rep->p.policy, jit_line, &jl, &lost);

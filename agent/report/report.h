@@ -20,6 +20,7 @@ struct archive;
 struct events;
 struct execmap;
 struct holds;
+struct jitdumps;
 struct jitscan;
 struct mapwatch;
 struct mirrors;
@@ -52,6 +53,7 @@ struct report_pieces {
 	struct execmap *execmap;      /* NULL: no mmap reports */
 	struct jitscan *jitscan;      /* NULL: no /proc/<pid>/maps reads for JIT code */
 	struct holds *holds;
+	struct jitdumps *jitdumps;    /* NULL: jitdumps not read */
 	struct instance *inst;        /* the status socket: its answers are counted */
 	struct metrics *metrics;      /* NULL: no --metrics-listen */
 };

@@ -427,8 +427,7 @@ static long count_lines(int fd, off_t len)
 	return lines;
 }
 
-/* Link an open O_TMPFILE at @name; -EEXIST when anything is there. */
-static int link_tmpfile(int dirfd, int fd, const char *name)
+int mapfile_link_tmpfile(int dirfd, int fd, const char *name)
 {
 	char proc[64];
 
@@ -542,7 +541,7 @@ static int link_child(int dirfd, int fd, const struct copy_req *rq, struct copy_
 	if (procfs_pid_held(rq->child, rq->child_start_ticks))
 		return -ESRCH;
 	linked_lo = clock_boot_ns();
-	err = link_tmpfile(dirfd, fd, name);
+	err = mapfile_link_tmpfile(dirfd, fd, name);
 	if (err) {
 		res->why = "cannot be linked in";
 		return err;

@@ -44,4 +44,7 @@ int mapfile_create(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t
 int mapfile_append(int dirfd, int parent_fd, const struct copy_req *rq, uint64_t max_bytes,
 		   const struct copy_gate *gate, struct copy_result *res);
 
+/* Link an open O_TMPFILE at @name in @dirfd: 0, -EEXIST when anything is there, or -errno. */
+int mapfile_link_tmpfile(int dirfd, int fd, const char *name);
+
 #endif /* PERFMAPD_MAPFILE_H */

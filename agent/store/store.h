@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "policy/mapstore.h"
+#include "store/jitdumps.h"
 
 struct archive;
 struct events;

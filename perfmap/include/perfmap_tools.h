@@ -240,6 +240,13 @@ struct perfmap_vma {
 struct perfmap_vmas {
 	struct perfmap_vma *v;
 	size_t n, cap;
+	/*
+	 * The first executable file mapping named jit-*.dump, a jitdump's
+	 * marker (its path as the reader's root sees it; "" when none, or when
+	 * longer than the buffer), and its inode.
+	 */
+	char marker[256];
+	uint64_t marker_ino;
 };
 
 /* More mappings than this (the kernel's default vm.max_map_count is 65530) is -E2BIG. */
@@ -362,6 +369,7 @@ enum perfmap_jitdump_stop {
 	PERFMAP_JITDUMP_BAD_RANGE,        /* code at address 0, or past the end of the address space */
 	PERFMAP_JITDUMP_BAD_DEBUG_INFO,   /* entries that do not fit their record */
 	PERFMAP_JITDUMP_TOO_MANY,         /* past PERFMAP_JITDUMP_FUNCS_MAX or _NAME_BYTES_MAX */
+	PERFMAP_JITDUMP_PID_MISMATCH,     /* the header's pid is not the one expected (its file's name) */
 	__PERFMAP_JITDUMP_STOP_MAX,
 };
 
@@ -382,6 +390,7 @@ struct perfmap_jitdump_stats {
 	uint64_t closes;         /* JIT_CODE_CLOSE */
 	uint64_t skipped;        /* JIT_CODE_UNWINDING_INFO and unknown ids */
 	uint64_t replaced;       /* live functions a later load or move overlapped: gone */
+	uint64_t removed;        /* ranges no longer named: replaced, or moved away */
 	uint64_t funcs;          /* live functions now */
 	uint64_t name_bytes;     /* their names' bytes */
 	enum perfmap_jitdump_stop stop;
@@ -416,5 +425,27 @@ const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop);
  * -errno.
  */
 long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_t pid);
+/*
+ * As perfmap__jitdump_write_map(), only the functions loaded or moved after
+ * @after_seq (a perfmap__jitdump_seq() value): what to append to a map
+ * written before, as long as stats.removed has not moved since.
+ */
+long perfmap__jitdump_write_since(const struct perfmap_jitdump *j, int fd, uint32_t pid,
+				  uint64_t after_seq);
+/* The sequence number of the newest function loaded or moved (0: none yet). */
+uint64_t perfmap__jitdump_seq(const struct perfmap_jitdump *j);
+/* The lowest pid above @after with a live function, or 0: walk them from 0. */
+uint32_t perfmap__jitdump_next_pid(const struct perfmap_jitdump *j, uint32_t after);
+/*
+ * Tighter bounds than PERFMAP_JITDUMP_FUNCS_MAX and _NAME_BYTES_MAX (0: the
+ * default), for a reader of many dumps at once: past them, TOO_MANY.
+ */
+void perfmap__jitdump_set_limits(struct perfmap_jitdump *j, uint64_t max_funcs,
+				 uint64_t max_name_bytes);
+/*
+ * The header must name @pid (the N of jit-N.dump): else the reading stops
+ * at the header (PID_MISMATCH), before any record. Before the first read.
+ */
+void perfmap__jitdump_expect_pid(struct perfmap_jitdump *j, uint32_t pid);
 
 #endif /* PERFMAP_TOOLS_H */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "mirror/container.h"
-#include "mirror/nsroot.h"
+#include "lib/nsroot.h"
 #include "testutil.h"
 
 static char *dir;

@@ -2516,6 +2516,256 @@ static void test_compressed_map_goes_to_the_worker_at_its_apparent_size(void **s
 	assert_false(F.map[12].exists);
 }
 
+/* ---- jitdumps (policy_jitdump.c) ---- */
+
+/* Process @pid of @uid started at @start_ns from @ppid (started at @pstart_ns). */
+static void fork_as(pid_t pid, pid_t ppid, uint64_t start_ns, uint64_t pstart_ns, uid_t uid)
+{
+	struct policy_event ev = {
+		.type = POLICY_EV_FORK, .pid = pid, .ppid = ppid, .start_ticks = start_ns / TICK,
+		.start = span_at(start_ns), .pstart = span_at(pstart_ns),
+		.at = span_at(start_ns + 1000), .uid = uid, .gid = uid, .comm = "other",
+	};
+
+	if (ev.at.hi > F.now)
+		F.now = ev.at.hi;
+	policy__event(P, &ev, F.now);
+}
+
+/* May the dump of (@owner, started at @owner_start_ns), a file of uid 1000, name code in @pid's map? */
+static enum jitdump_target target(pid_t owner, uint64_t owner_start_ns, pid_t pid,
+				  uint64_t *start_ticks)
+{
+	*start_ticks = 0;
+	return policy__jitdump_target(P, owner, owner_start_ns / TICK, pid, 1000, start_ticks);
+}
+
+static void test_jitdump_names_code_for_its_producer(void **state)
+{
+	uint64_t start;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	assert_int_equal(target(10, 1 * SEC, 10, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 1 * SEC / TICK);
+	/* Not in the table: not yet read, or gone. */
+	assert_int_equal(target(10, 1 * SEC, 42, &start), JITDUMP_TARGET_GONE);
+	assert_int_equal(target(42, 1 * SEC, 42, &start), JITDUMP_TARGET_GONE);
+	/* Another process than the one the dump is of: an earlier holder's dump, or a lie. */
+	assert_int_equal(target(10, 2 * SEC, 10, &start), JITDUMP_TARGET_REFUSED);
+	/* A file of another uid than the producer's. */
+	assert_int_equal(policy__jitdump_target(P, 10, 1 * SEC / TICK, 10, 2000, &start),
+			 JITDUMP_TARGET_REFUSED);
+}
+
+static void test_jitdump_names_code_for_its_producers_descendants_of_its_uid(void **state)
+{
+	uint64_t start;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);            /* the producer */
+	fork_at(11, 10, 5 * SEC, 1 * SEC);     /* its child */
+	fork_at(12, 11, 6 * SEC, 5 * SEC);     /* its grandchild */
+	fork_as(13, 10, 7 * SEC, 1 * SEC, 2000); /* its child, another uid (setuid) */
+	fork_at(14, 1, 8 * SEC, 0);            /* unrelated, the same uid */
+	fork_at(15, 14, 9 * SEC, 8 * SEC);     /* the unrelated one's child */
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 5 * SEC / TICK);
+	assert_int_equal(target(10, 1 * SEC, 12, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 6 * SEC / TICK);
+	/* Anyone can write any pid into a record: only its uid's own descendants. */
+	assert_int_equal(target(10, 1 * SEC, 13, &start), JITDUMP_TARGET_REFUSED);
+	/* A file of the child's uid is not its uid-1000 parent's dump. */
+	assert_int_equal(policy__jitdump_target(P, 10, 1 * SEC / TICK, 13, 2000, &start),
+			 JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 1 * SEC, 14, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 1 * SEC, 15, &start), JITDUMP_TARGET_REFUSED);
+	/* A parent's child is not a child's: descent goes one way. */
+	assert_int_equal(target(11, 5 * SEC, 10, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(11, 5 * SEC, 12, &start), JITDUMP_TARGET_OK);
+	/* The dump of another process at the producer's pid names code in none of them. */
+	assert_int_equal(target(10, 2 * SEC, 11, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 2 * SEC, 12, &start), JITDUMP_TARGET_REFUSED);
+}
+
+/* The producer ended and a later process holds its pid: its children are not the new one's. */
+static void test_jitdump_of_a_later_holder_of_the_parents_pid_names_nothing_in_its_child(void **state)
+{
+	uint64_t start;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	fork_at(12, 11, 6 * SEC, 5 * SEC);
+	exit_at(10, 1 * SEC, 7 * SEC);
+	fork_at(10, 1, 8 * SEC, 0);
+	/* 11's parent pid is 10, but 10 started after 11: not its parent. */
+	assert_int_equal(target(10, 8 * SEC, 11, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 8 * SEC, 12, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(10, 8 * SEC, 10, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 8 * SEC / TICK);
+	/* Its exit unseen, the new holder read at its fork: alike. */
+	fork_at(11, 1, 9 * SEC, 0);
+	fork_at(12, 11, 10 * SEC, 9 * SEC);
+	fork_at(11, 1, 11 * SEC, 0);
+	assert_int_equal(target(11, 9 * SEC, 12, &start), JITDUMP_TARGET_REFUSED);
+	assert_int_equal(target(11, 11 * SEC, 12, &start), JITDUMP_TARGET_REFUSED);
+}
+
+/* A child whose copy of its parent's entries is in the worker: its map is not settled. */
+static void test_jitdump_waits_for_a_childs_copy_in_the_worker(void **state)
+{
+	uint64_t start;
+
+	(void)state;
+	budget_config(0, 0, 64 * KB, 0);
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 5 * MB, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(F.defers, 1);
+	assert_true(F.pending);
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_WAIT);
+	/* The producer itself has no copy under way. */
+	assert_int_equal(target(10, 1 * SEC, 10, &start), JITDUMP_TARGET_OK);
+	finish_deferred();
+	assert_true(F.map[11].exists);
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 5 * SEC / TICK);
+	/* Waiting for room in the worker's queue: not settled either. */
+	F.defer_err = -EAGAIN;
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	assert_false(F.map[12].exists);
+	assert_int_equal(target(10, 1 * SEC, 12, &start), JITDUMP_TARGET_WAIT);
+	F.defer_err = 0;
+	tick(F.now + 100 * MS);
+	finish_deferred();
+	assert_true(F.map[12].exists);
+	assert_int_equal(target(10, 1 * SEC, 12, &start), JITDUMP_TARGET_OK);
+}
+
+/* A child whose copy waits for its runtime to finish a line: its map is not settled. */
+static void test_jitdump_waits_for_a_childs_copy_retried(void **state)
+{
+	uint64_t start;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	put_map(11, 40, span_at(5 * SEC + 200), ENTRIES_MAPPED);
+	F.append_eagain = 1;
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_appended, 0);
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_WAIT);
+	tick(F.now + 100 * MS);
+	assert_int_equal(stats()->copies_appended, 1);
+	assert_int_equal(target(10, 1 * SEC, 11, &start), JITDUMP_TARGET_OK);
+	assert_int_equal(start, 5 * SEC / TICK);
+}
+
+/* Only perfmapd's copy of the parent's entries, as the copy left it, takes a dump's functions. */
+static void test_jitdump_adopts_only_the_copy_perfmapd_left(void **state)
+{
+	struct map_info mi;
+	uint64_t child = 5 * SEC / TICK;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
+	fork_at(11, 10, 5 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_created, 1);
+	mi = F.map[11].mi;
+	assert_true(policy__jitdump_adopt(P, 11, child, &mi));
+	/* Of another process at the pid, or none. */
+	assert_false(policy__jitdump_adopt(P, 11, child + 1, &mi));
+	assert_false(policy__jitdump_adopt(P, 42, child, &mi));
+	/* Written since: the runtime's own lines follow the copy. */
+	mi.size += 40;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+	/* Another file at the path. */
+	mi = F.map[11].mi;
+	mi.ino++;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+	mi = F.map[11].mi;
+	mi.dev++;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+	/* Another user's, or a trap the hardened open refuses. */
+	mi = F.map[11].mi;
+	mi.uid = 2000;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+	mi = F.map[11].mi;
+	mi.refused = -EMLINK;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+	/* The producer's own map, and a runtime's own map the copy was appended to: theirs. */
+	mi = F.map[10].mi;
+	assert_false(policy__jitdump_adopt(P, 10, 1 * SEC / TICK, &mi));
+	put_map(12, 40, span_at(6 * SEC + 200), ENTRIES_MAPPED);
+	fork_at(12, 10, 6 * SEC, 1 * SEC);
+	assert_int_equal(stats()->copies_appended, 1);
+	mi = F.map[12].mi;
+	assert_false(policy__jitdump_adopt(P, 12, 6 * SEC / TICK, &mi));
+	/*
+	 * The child exec'd while its copy, unchanged, was open for writing: the
+	 * copy is the old image's, left only until its move is tried again.
+	 */
+	F.busy = 1;
+	exec_at(11, 5 * SEC, 7 * SEC);
+	assert_true(F.map[11].exists);
+	mi = F.map[11].mi;
+	assert_false(policy__jitdump_adopt(P, 11, child, &mi));
+}
+
+/* A process whose code its dump describes is not lost, map or no map. */
+static void test_jitdump_producer_is_not_lost(void **state)
+{
+	struct jit_seen js;
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	fork_at(11, 1, 1 * SEC, 0);
+	policy__jitdump_found(P, 10, 1 * SEC / TICK);
+	/* Of another process at the pid: nothing. */
+	policy__jitdump_found(P, 11, 12345);
+	policy__jitdump_found(P, 42, 1 * SEC / TICK);
+	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 11, 8192, false, 2 * SEC);
+	tick(2 * SEC + JIT_GRACE_NS);
+	assert_false(F.map[10].exists);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+	js = jits(&lost);
+	assert_int_equal(js.n, 2);
+	assert_int_equal(lost, 1);
+	/* A new image has its own code, which the old image's dump does not describe. */
+	exec_at(10, 1 * SEC, 3 * SEC);
+	policy__exec_mapping(P, 10, 8192, false, 3 * SEC);
+	tick(3 * SEC + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, 2);
+}
+
+/* Judged lost, then its dump is found: named from now on. */
+static void test_jitdump_found_after_the_judgement_names_the_code(void **state)
+{
+	uint64_t lost;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	tick(2 * SEC + JIT_GRACE_NS);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+	jits(&lost);
+	assert_int_equal(lost, 1);
+	policy__jitdump_found(P, 10, 1 * SEC / TICK);
+	jits(&lost);
+	assert_int_equal(lost, 0);
+	assert_int_equal(stats()->lost_symbols_total, 1);
+	assert_int_equal(stats()->lost_symbols_named, 1);
+	/* Said once: its map appearing later changes nothing. */
+	put_map(10, 300, span_at(5 * SEC), ENTRIES_MAPPED);
+	policy__map_appeared(P, 10, 5 * SEC);
+	assert_int_equal(stats()->lost_symbols_named, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2616,6 +2866,14 @@ int main(void)
 		T(test_a_waiting_copy_ends_with_an_exec),
 		T(test_a_copy_stopped_while_made_keeps_its_charge),
 		T(test_compressed_map_goes_to_the_worker_at_its_apparent_size),
+		T(test_jitdump_names_code_for_its_producer),
+		T(test_jitdump_names_code_for_its_producers_descendants_of_its_uid),
+		T(test_jitdump_of_a_later_holder_of_the_parents_pid_names_nothing_in_its_child),
+		T(test_jitdump_waits_for_a_childs_copy_in_the_worker),
+		T(test_jitdump_waits_for_a_childs_copy_retried),
+		T(test_jitdump_adopts_only_the_copy_perfmapd_left),
+		T(test_jitdump_producer_is_not_lost),
+		T(test_jitdump_found_after_the_judgement_names_the_code),
 #undef T
 	};
 

@@ -137,6 +137,8 @@ static void lists(struct status_text *t, enum perfmapd_group_id group, void *ctx
 		status_text__put(t, "mirror_7: ns_pid=1 container=- bytes=0 behind=0\n");
 	if (group == PMG_JIT)
 		status_text__put(t, "jit_8: comm=node regions=1 bytes=4096 memfd_bytes=0 lost=yes\n");
+	if (group == PMG_JITDUMP)
+		status_text__put(t, "jitdump_9: path=/tmp/jit-9.dump records=1 map=written\n");
 }
 
 /* The line after @key's (a whole line), or "" */
@@ -195,7 +197,9 @@ static void test_status_lines_in_the_tables_order(void **state)
 	/* A group's list after its last row; the last group's at the end. */
 	assert_string_equal(line_after(buf, "ns_writes_refused_gone"),
 			    "mirror_7: ns_pid=1 container=- bytes=0 behind=0");
-	assert_true(ends_with(buf, "jit_8: comm=node regions=1 bytes=4096 memfd_bytes=0 lost=yes\n"));
+	assert_string_equal(line_after(buf, "jit_watch_dropped"),
+			    "jit_8: comm=node regions=1 bytes=4096 memfd_bytes=0 lost=yes");
+	assert_true(ends_with(buf, "jitdump_9: path=/tmp/jit-9.dump records=1 map=written\n"));
 }
 
 /* A text too long for its buffer is cut, NUL-terminated, never past it. */

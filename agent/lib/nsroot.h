@@ -1,5 +1,6 @@
 /*
- * Reaching into another process's root: its map directory and its map,
+ * Reaching into another process's root (the mirrors' maps, the jitdumps'
+ * dumps): a directory and a file in it,
  * resolved inside that root (openat2 RESOLVE_IN_ROOT) without following any
  * link it planted, and refused when not a plain, single-linked, dense,
  * bounded regular file.
@@ -36,6 +37,14 @@ const char *ns_refusal_str(enum ns_refusal r);
  * rather than failed (-ESRCH/-ENOENT: the process or the directory is gone).
  */
 int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why);
+/*
+ * @name (one component) in @dirfd opened for reading, never following a
+ * link, never opening a FIFO or a device, refused when not a plain,
+ * single-linked, dense regular file of at most @max_bytes (0: any size):
+ * the fd, or -errno with @why set when refused. @st is the file as opened.
+ */
+int nsroot_open_file(int dirfd, const char *name, uint64_t max_bytes, struct stat *st,
+		     enum ns_refusal *why);
 /*
  * perf-<@ns_pid>.map in @dirfd opened for reading, checked as the map of a
  * process the agent does not trust: the fd, -ENOENT when there is none, or

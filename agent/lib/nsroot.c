@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "lib/mapname.h"
-#include "mirror/nsroot.h"
+#include "lib/nsroot.h"
 
 /* A file with this much less on disk than its size is sparse: its reader would read nothing. */
 #define SPARSE_SLACK (64u << 10)
@@ -157,16 +157,15 @@ enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes)
 	return NSR_NONE;
 }
 
-int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st,
-		    enum ns_refusal *why)
+int nsroot_open_file(int dirfd, const char *name, uint64_t max_bytes, struct stat *st,
+		     enum ns_refusal *why)
 {
 	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 				 RESOLVE_NO_XDEV;
-	char name[32], self[32];
+	char self[32];
 	int pfd, fd;
 
 	*why = NSR_NONE;
-	map_name(ns_pid, name, sizeof(name));
 	/* O_PATH opens neither a FIFO (no hang) nor a device (no driver); a symlink as itself. */
 	pfd = openat2_fd(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, resolve);
 	if (pfd < 0) {
@@ -193,6 +192,15 @@ int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st
 close_pfd:
 	close(pfd);
 	return fd;
+}
+
+int nsroot_open_map(int dirfd, pid_t ns_pid, uint64_t max_bytes, struct stat *st,
+		    enum ns_refusal *why)
+{
+	char name[32];
+
+	map_name(ns_pid, name, sizeof(name));
+	return nsroot_open_file(dirfd, name, max_bytes, st, why);
 }
 
 int nsroot_create_map(int dirfd, pid_t ns_pid, mode_t mode)

@@ -1,0 +1,435 @@
+#!/usr/bin/env bash
+# Jitdumps (issue 22): the real agent writing perf maps for live jitdump
+# producers: a test producer (tests/jitdump/jitprod.c) driven step by step,
+# CPython 3.13 -X perf_jit with a multiprocessing fork pool, Node 20
+# --perf-prof; perf report/script without inject against perf inject -j,
+# bpftrace ustack; hostile dumps from uid 65534.
+#
+#   tests/jitdump/run.sh BUILD_DIR [SCENARIO...]
+#
+# Every test_* function is a scenario; each check records a pass or a fail,
+# a scenario that cannot run here says SKIPPED, and one that asserted
+# nothing fails. Producers are driven through a FIFO and answer one line per
+# command: every wait is for the condition checked, with a deadline.
+#
+# Needs root and BPF: without them it FAILS with the reason, unless
+# PERFMAPD_SKIP_BPF=1, which skips it with a loud banner.
+set -u
+BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [SCENARIO...]}" && pwd)
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(mktemp -d /var/tmp/pmjd.XXXXXX)
+. "$HERE/../agent/lib.sh"
+if [ -z "${RUN_DIR:-}" ]; then
+	RUN_DIR=$WORK/run
+	PERFMAPD_TEST_AGENT_ARGS="--run-dir $RUN_DIR ${PERFMAPD_TEST_AGENT_ARGS:-}"
+fi
+
+JITPROD=$WORK/bin/jitprod   # where uid 65534 can run it
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+declare -A PFD PREPLIES PPID_OF
+PRODS=()      # producers' pids (background jobs), killed at exit
+TMP_FILES=()  # what a scenario made in the real /tmp, removed at exit
+
+cleanup() {
+	local p
+	for p in "${PRODS[@]}"; do
+		pkill -9 -P "$p" 2>/dev/null
+		kill -9 "$p" 2>/dev/null
+	done
+	cleanup_agent
+	for p in $(pgrep -u 65534 -f "$WORK/" 2>/dev/null); do
+		kill -9 "$p" 2>/dev/null
+	done
+	[ ${#TMP_FILES[@]} -eq 0 ] || rm -f "${TMP_FILES[@]}"
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+SUITE="perfmapd jitdump tests"
+
+preflight() {
+	local d log=$WORK/preflight.log
+	[ "$(id -u)" = 0 ] || skip_or_fail "not root: BPF programs cannot be loaded"
+	[ -r /sys/kernel/btf/vmlinux ] || skip_or_fail "the kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	d=$(new_map_dir)
+	if ! start_agent "$log" --map-dir "$d" --archive-dir "$WORK/preflight-archive"; then
+		grep -q "bpf: cannot load" "$log" &&
+			skip_or_fail "perfmapd could not load its BPF program: $(grep -m1 'bpf: cannot load' "$log")"
+		say "FAIL: perfmapd did not start, and not for BPF: $(grep -m1 error "$log")"
+		exit 1
+	fi
+	grep -q "exec maps: from perf-mmap2" "$log" ||
+		{ say "FAIL: the agent reads no mmap reports here: $(grep -m1 'exec maps' "$log")"; exit 1; }
+	stop_agent || { say "FAIL: preflight: perfmapd exited non-zero after SIGTERM"; exit 1; }
+	sanitizer_check
+	[ $FAILS -eq 0 ] || exit 1
+}
+
+# start_scenario NAME LABEL [ARGS...]: a fresh map directory in the caller's $d, its
+# archive in $a, and the agent on them, logging to $WORK/NAME.log.
+start_scenario() {
+	local name=$1 label=$2
+	shift 2
+	d=$(new_map_dir)
+	a=$WORK/archive-$name
+	start_agent "$WORK/$name.log" --map-dir "$d" --archive-dir "$a" "$@" || {
+		fail "$label: perfmapd did not start"; return 1; }
+}
+# lacks FILE WORD: FILE has no line with WORD.
+lacks() { ! grep -qs "$2" "$1"; }
+# archived ARCHIVE PID PATTERN: an archived map of PID holds PATTERN.
+archived() { grep -qs "$3" "$1"/perf-"$2"-*.map; }
+
+# ---- producers, driven through a FIFO ----
+
+# prod_start NAME [COMMAND...]: COMMAND (default: jitprod in $WORK/dumps) reading
+# NAME's FIFO, replying to $WORK/NAME.out; waits for its "ready PID PATH" line and
+# sets $PID and $DUMP. 1 when it did not become ready.
+prod_start() {
+	local name=$1 fd
+	shift
+	[ $# -gt 0 ] || set -- "$JITPROD" "$WORK/dumps"
+	rm -f "$WORK/$name.in" "$WORK/$name.out"
+	mkfifo -m 0644 "$WORK/$name.in"
+	"$@" <"$WORK/$name.in" >"$WORK/$name.out" 2>&1 &
+	PRODS+=($!)
+	exec {fd}>"$WORK/$name.in"
+	PFD[$name]=$fd
+	PREPLIES[$name]=1
+	wait_for 10 grep -q "^ready " "$WORK/$name.out" || { say "  $name: $(head -c 300 "$WORK/$name.out")"; return 1; }
+	read -r _ PID DUMP <"$WORK/$name.out"
+	PPID_OF[$name]=$PID
+}
+replies_ge() { [ "$(wc -l <"$WORK/$1.out")" -ge "$2" ]; }
+# prod NAME COMMAND: one command, and its reply awaited (printed).
+prod() {
+	local name=$1
+	shift
+	echo "$*" >&"${PFD[$name]}"
+	PREPLIES[$name]=$((PREPLIES[$name] + 1))
+	wait_for 20 replies_ge "$name" "${PREPLIES[$name]}" || { say "  $name: no reply to '$*'"; return 1; }
+	sed -n "${PREPLIES[$name]}p" "$WORK/$name.out"
+}
+prod_end() {
+	local name=$1
+	echo exit >&"${PFD[$name]}" 2>/dev/null
+	exec {PFD[$name]}>&-
+}
+
+addr_of() { awk -v n="$2" '$2 == n { sub(/^0x/, "", $3); print $3 }' "$WORK/$1.out" | tail -1; }
+# line_is MAP ADDR NAME: MAP has exactly the line "ADDR 100 NAME" (jitprod's slots are 256 bytes).
+line_is() { grep -qx "$2 100 $3" "$1" 2>/dev/null; }
+names_are() { [ "$(awk '{ print $3 }' "$1" 2>/dev/null | sort | tr '\n' ' ')" = "$2" ]; }
+status_line() { "$BUILD/perfmapctl" status --all --map-dir "$1" --run-dir "$RUN_DIR" | grep "^jitdump_$2: "; }
+status_has() { status_line "$1" "$2" | grep -q "$3"; }
+
+# The agent answers a status request at all (within the caller's timeout).
+answers() { timeout 5 "$BUILD/perfmapctl" status --map-dir "$d" --run-dir "$RUN_DIR" >/dev/null; }
+
+# ---- scenarios ----
+
+# A producer's map, as the dump grows: loads, a move, a reload over a live
+# range, a torn record, debug info, a child writing into the parent's dump;
+# its ownership, its form, and its life after the exit.
+test_producer() {
+	local d a m a_addr b_addr t_addr child cm mode before
+	start_scenario producer producer --retention 2s || return
+	prod_start p "${NOBODY[@]}" "$JITPROD" "$WORK/dumps-nobody" || { fail "producer: jitprod did not start"; return; }
+	m=$d/perf-$PID.map
+	prod p load fn_alpha >/dev/null
+	prod p load fn_beta >/dev/null
+	a_addr=$(addr_of p fn_alpha)
+	b_addr=$(addr_of p fn_beta)
+	check "producer: the agent wrote $m with both loads" \
+		wait_for 10 eval 'line_is "$m" "$a_addr" fn_alpha && line_is "$m" "$b_addr" fn_beta'
+	mode=$(stat -c '%U %a' "$m" 2>/dev/null)
+	check "producer: the map is the producer's, 0600 ($mode)" test "$mode" = "nobody 600"
+	check "producer: perfmapctl check says every consumer reads it" "$BUILD/perfmapctl" check "$m"
+	prod p move fn_alpha >/dev/null
+	check "producer: a move names the new range and no longer the old" \
+		wait_for 10 eval 'line_is "$m" "$(addr_of p fn_alpha)" fn_alpha && ! grep -q "^$a_addr " "$m"'
+	prod p reload fn_beta fn_gamma >/dev/null
+	check "producer: a load over a live range replaces its name" \
+		wait_for 10 eval 'line_is "$m" "$b_addr" fn_gamma && ! grep -q " fn_beta$" "$m"'
+	check "producer: both counted as rewrites" status_ge "$d" jitdump_maps_rewritten 1
+	prod p debug fn_gamma >/dev/null
+	prod p torn fn_torn >/dev/null
+	check "producer: a torn last record waits (torn_bytes shown, not in the map)" \
+		wait_for 10 eval 'status_line "$d" "$PID" | grep -q "torn_bytes=[1-9]" && ! grep -q fn_torn "$m"'
+	check "producer: debug info counted" status_has "$d" "$PID" "debug_info=1"
+	prod p finish >/dev/null
+	t_addr=$(addr_of p fn_torn)
+	check "producer: once whole, it is named" wait_for 10 line_is "$m" "$t_addr" fn_torn
+	child=$(prod p fork 2 | awk '{ print $2 }')
+	cm=$d/perf-$child.map
+	check "producer: the forked child's map has its parent's entries, then its own from the parent's dump" \
+		wait_for 10 eval 'names_are "$cm" "child_fn_0 child_fn_1 fn_alpha fn_gamma fn_torn "'
+	check "producer: the child's records are not in the parent's map" lacks "$m" child_fn_
+	check "producer: the child's map is its own too" test "$(stat -c %U "$cm")" = nobody
+	check "producer: status says the map is written for it" status_has "$d" "$PID" "map=written"
+	check "producer: the written maps read clean" "$BUILD/perfmapctl" check "$m" "$cm"
+	before=$(cat "$m")
+	prod_end p
+	check "producer: after the exit the map stays for the retention, whole" \
+		wait_for 10 eval '! alive "$PID" && [ "$(cat "$m" 2>/dev/null)" = "$before" ]'
+	check "producer: then it is archived with its entries" \
+		wait_for 20 eval '[ ! -e "$m" ] && archived "$a" "$PID" fn_torn'
+	check "producer: the dump itself, outside the map directory, is left where it is" test -s "$DUMP"
+	stop_agent || fail "producer: perfmapd exited non-zero"
+}
+
+# A producer that writes its own perf map too keeps it untouched.
+test_own_map() {
+	local d a m sum
+	start_scenario own own_map || return
+	prod_start o || { fail "own_map: jitprod did not start"; return; }
+	m=$d/perf-$PID.map
+	# Its own entry names its own JIT code: a map of the running image's.
+	printf '%x 100 own_fn\n' $(( $(prod o region | awk '{ print $2 }') + 0x80000 )) >"$m"
+	chmod 600 "$m"
+	sum=$(md5sum <"$m")
+	prod o load fn_dumped >/dev/null
+	check "own_map: counted as the process's own" wait_for 10 status_ge "$d" jitdump_own_maps 1
+	check "own_map: status says so for it" status_has "$d" "$PID" "map=own_map"
+	prod o load fn_dumped2 >/dev/null
+	check "own_map: and its map is untouched" \
+		wait_for 10 eval 'status_has "$d" "$PID" "records=2" && [ "$(md5sum <"$m")" = "$sum" ]'
+	prod_end o
+	stop_agent || fail "own_map: perfmapd exited non-zero"
+}
+
+# The share of samples in PERF_DATA (perf script) named NAME_RE; -1 under 50 samples.
+named_pct() {
+	perf script -i "$1" -F ip,sym 2>/dev/null |
+		awk -v re="$2" '{ n++ } $2 ~ re { j++ } END { if (n < 50) print -1; else printf "%d\n", 100 * j / n }'
+}
+# The names perf script gives the samples of PERF_DATA matching NAME_RE, sorted, once each.
+sample_names() { perf script -i "$1" -F sym 2>/dev/null | awk -v re="$2" '$1 ~ re { print $1 }' | sort -u | tr '\n' ' '; }
+
+# perf without inject names a producer's samples from the agent's map, as
+# perf inject -j names them; bpftrace's ustack too. On /tmp: perf and bcc
+# look there.
+test_consumers() {
+	local d a i pct ipct names inames data=$WORK/perf.data out
+	command -v perf >/dev/null || { fail "consumers: perf is not installed (Debian: linux-perf)"; return; }
+	start_agent "$WORK/consumers.log" --map-dir /tmp --archive-dir "$WORK/archive-consumers" ||
+		{ fail "consumers: perfmapd did not start on /tmp"; return; }
+	d=/tmp
+	prod_start c || { fail "consumers: jitprod did not start"; return; }
+	TMP_FILES+=("/tmp/perf-$PID.map")
+	for i in 1 2 3 4; do
+		prod c load "jd_hot_$i" >/dev/null
+	done
+	check "consumers: the agent wrote the map" wait_for 10 eval '[ "$(grep -c " jd_hot_" "/tmp/perf-$PID.map" 2>/dev/null)" = 4 ]'
+	perf record -q -k mono -F 499 -e cpu-clock -p "$PID" -o "$data" >/dev/null 2>&1 &
+	local rec=$!
+	wait_for 5 test -s "$data"
+	prod c run 2000 >/dev/null
+	kill -INT "$rec"
+	wait "$rec"
+	pct=$(named_pct "$data" '^jd_hot_')
+	check "consumers: perf script without inject names ${pct}% of the samples jd_hot_* (>= 90)" \
+		test "$pct" -ge 90
+	names=$(sample_names "$data" '^jd_hot_')
+	out=$(HOME=$WORK/home perf inject -j -i "$data" -o "$WORK/injected.data" 2>&1)
+	ipct=$(HOME=$WORK/home named_pct "$WORK/injected.data" '^jd_hot_')
+	inames=$(HOME=$WORK/home sample_names "$WORK/injected.data" '^jd_hot_')
+	say "  perf inject -j: ${ipct}% named; names: $inames; without inject: $names"
+	check "consumers: perf inject -j names them too (${ipct}%): the dump is right" test "$ipct" -ge 90
+	check "consumers: and the same functions, by the same names" test "$names" = "$inames"
+	perf report -i "$data" --stdio --sort sym 2>/dev/null >"$WORK/report.txt"
+	check "consumers: perf report without inject lists them" grep -q "jd_hot_1" "$WORK/report.txt"
+	if command -v bpftrace >/dev/null; then
+		timeout 20 bpftrace -q -e "profile:hz:199 /pid == $PID/ { @[ustack(1)] = count(); } interval:s:2 { exit(); }" \
+			>"$WORK/bpftrace.out" 2>&1 &
+		local bt=$!
+		prod c run 3000 >/dev/null
+		wait "$bt"
+		check "consumers: bpftrace ustack names them" grep -q "jd_hot_" "$WORK/bpftrace.out" ||
+			head -20 "$WORK/bpftrace.out"
+	else
+		fail "consumers: bpftrace is not installed (Debian: bpftrace)"
+	fi
+	prod_end c
+	stop_agent || fail "consumers: perfmapd exited non-zero"
+}
+
+# CPython 3.13+ -X perf_jit: the parent's map, and a fork pool's workers
+# running functions compiled in the parent named in theirs.
+find_python313() {
+	local v
+	for v in python3.14 python3.13; do
+		command -v "$v" >/dev/null && "$v" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null &&
+			{ command -v "$v"; return; }
+	done
+	if command -v pyenv >/dev/null; then
+		for v in "$(pyenv root)"/versions/3.1[3-9]*/bin/python3; do
+			[ -x "$v" ] && { echo "$v"; return; }
+		done
+	fi
+}
+
+test_cpython() {
+	local d a py parent w workers=() ok
+	py=$(find_python313)
+	[ -n "$py" ] || { skip "no CPython 3.13+ on this machine (-X perf_jit)"; return; }
+	start_scenario cpython cpython || return
+	prod_start py "$py" -X perf_jit "$HERE/fork_pool.py" || { fail "cpython: $py did not start"; return; }
+	parent=$PID
+	wait_for 30 grep -q "^workers " "$WORK/py.out" || { fail "cpython: no workers: $(tail -3 "$WORK/py.out")"; return; }
+	read -r -a workers <<<"$(awk '$1 == "workers" { $1 = ""; print }' "$WORK/py.out")"
+	# CPython writes its dumps in /tmp, whatever the directory.
+	TMP_FILES+=("/tmp/jit-$parent.dump")
+	for w in "${workers[@]}"; do TMP_FILES+=("/tmp/jit-$w.dump"); done
+	check "cpython: $("$py" -V 2>&1) -X perf_jit: the parent's map names its functions" \
+		wait_for 10 grep -qs "py::parent_hot:" "$d/perf-$parent.map"
+	for w in "${workers[@]}"; do
+		check "cpython: worker $w's map names the functions compiled in the parent" \
+			wait_for 10 grep -qs "py::parent_hot:" "$d/perf-$w.map"
+		check "cpython: and the function only it compiled" \
+			wait_for 10 grep -qs "py::child_only_$w:" "$d/perf-$w.map"
+	done
+	check "cpython: the workers' maps took their own dumps after the parent's entries" \
+		status_ge "$d" jitdump_maps_adopted "${#workers[@]}"
+	check "cpython: every written map reads clean" "$BUILD/perfmapctl" check "$d/perf-$parent.map"
+	prod_end py
+	stop_agent || fail "cpython: perfmapd exited non-zero"
+}
+
+# Node 20 --perf-prof: its dump is in its working directory; with
+# --perf-basic-prof too, it writes its own map, which stays its own.
+test_node() {
+	local d a m pid
+	command -v node >/dev/null || { skip "no node on this machine"; return; }
+	start_scenario node node || return
+	mkdir -p "$WORK/node"
+	(cd "$WORK/node" && exec node --perf-prof --interpreted-frames-native-stack "$HERE/hot.js" 4000 >"$WORK/node.out" 2>&1) &
+	PRODS+=($!)
+	pid=$!
+	m=$d/perf-$pid.map
+	check "node: $(node --version) --perf-prof: the agent wrote a map for its dump in its working directory" \
+		wait_for 15 grep -qs "hotLoop" "$m"
+	check "node: the map reads clean" "$BUILD/perfmapctl" check "$m"
+	wait "$pid"
+	check "node: the agent said where it found the dump" grep -q "jitdump $pid (node): reading $WORK/node/jit-$pid.dump" "$AGENT_LOG"
+	stop_agent || fail "node: perfmapd exited non-zero"
+	# Both flags: its own map in /tmp (Node writes there whatever the agent's directory).
+	start_agent "$WORK/node2.log" --map-dir /tmp --archive-dir "$WORK/archive-node2" ||
+		{ fail "node: perfmapd did not start on /tmp"; return; }
+	(cd "$WORK/node" && exec node --perf-prof --perf-basic-prof "$HERE/hot.js" 3000 >"$WORK/node2.out" 2>&1) &
+	PRODS+=($!)
+	pid=$!
+	TMP_FILES+=("/tmp/perf-$pid.map")
+	check "node: with --perf-basic-prof too, its own map is left to it (said)" \
+		wait_for 15 eval 'grep -q "jitdump $pid: /tmp/perf-$pid.map is the process'"'"'s own map" "$AGENT_LOG"'
+	check "node: status says so" status_has /tmp "$pid" "map=own_map"
+	wait "$pid"
+	stop_agent || fail "node: perfmapd exited non-zero"
+}
+
+# hostile NAME PRODUCER_ARGS -- COMMANDS...: a dump of uid 65534's; waits for
+# COUNTER to move; no map is written for it, and the agent answers.
+hostile() {
+	local name=$1 counter=$2 before
+	shift 2
+	local args=() cmds=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	cmds=("$@")
+	before=$(status_of "$d" "$counter")
+	prod_start "$name" "${NOBODY[@]}" "$JITPROD" "$WORK/hostile" "${args[@]}" ||
+		{ fail "hostile: $name: jitprod did not start"; return; }
+	local c
+	for c in "${cmds[@]}"; do
+		prod "$name" "$c" >/dev/null
+	done
+	check "hostile: $name: refused and counted ($counter)" wait_for 10 status_ge "$d" "$counter" $((before + 1))
+	check "hostile: $name: no map written for it" test ! -e "$d/perf-$PID.map"
+	check "hostile: $name: the agent answers" answers
+	prod_end "$name"
+}
+
+test_hostile() {
+	local d a hwm0 hwm1 i t0 slow=0
+	start_scenario hostile hostile || return
+	mkdir -p "$WORK/hostile" && chown 65534:65534 "$WORK/hostile"
+	hostile size0 jitdump_malformed -- "rawrec 0 0"
+	hostile size4g jitdump_malformed -- "rawrec 0 0xffffffff"
+	hostile nonul jitdump_malformed -- nonul
+	hostile hugecode jitdump_malformed -- hugecode
+	hostile header_pid jitdump_malformed --header-pid 1 -- "load fn_lie"
+	hostile symlink jitdump_refused --swap symlink --
+	hostile fifo jitdump_refused --swap fifo --
+	hostile_other
+	# A dump growing without end: records the agent reads a bounded share of a tick,
+	# answering all the while, its memory bounded.
+	prod_start flood "${NOBODY[@]}" "$JITPROD" "$WORK/hostile" || { fail "hostile: flood: jitprod did not start"; return; }
+	hwm0=$(awk '/^VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
+	for i in 1 2 3 4 5; do
+		prod flood "flood 2000000" >/dev/null
+		t0=$(date +%s%N)
+		answers || slow=$((slow + 1))
+		[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ] || slow=$((slow + 1))
+	done
+	hwm1=$(awk '/^VmRSS/ { print $2 }' "/proc/$AGENT_PID/status")
+	check "hostile: flood: the agent answered within 2 s each time ($slow slow)" test "$slow" = 0
+	check "hostile: flood: its records are read, a bounded share a tick ($(status_of "$d" jitdump_records))" \
+		wait_for 20 status_ge "$d" jitdump_records 500000 || status_line "$d" "$PID"
+	check "hostile: flood: its memory stayed bounded (RSS ${hwm0} -> ${hwm1} KiB)" test $((hwm1 - hwm0)) -lt 20480
+	check "hostile: flood: no map" test ! -e "$d/perf-$PID.map"
+	prod_end flood
+	check "hostile: every refusal said in the log, no raw control byte in it" \
+		eval 'grep -q "jitdump .*is a symlink, refused" "$AGENT_LOG" && ! grep -qP "[\x00-\x08\x0b-\x1f]" "$AGENT_LOG"'
+	stop_agent || fail "hostile: perfmapd exited non-zero"
+}
+
+# Another user's (root's) dump, world-readable, at the name uid 65534's
+# producer maps: its pid is known first (the shell that execs it), then the
+# file is made, then it maps it.
+hostile_other() {
+	local before fd pid dir=$WORK/hostile-other
+	before=$(status_of "$d" jitdump_refused)
+	mkdir -p "$dir" && chmod 755 "$dir"
+	mkfifo -m 0644 "$WORK/other.in"
+	"${NOBODY[@]}" bash -c 'echo "pid $$"; read -r _; exec "$0" "$1" --existing' "$JITPROD" "$dir" \
+		<"$WORK/other.in" >"$WORK/other.out" 2>&1 &
+	PRODS+=($!)
+	exec {fd}>"$WORK/other.in"
+	wait_for 10 grep -q "^pid " "$WORK/other.out" || { fail "hostile: other: the shell did not start"; return; }
+	pid=$(awk '$1 == "pid" { print $2 }' "$WORK/other.out")
+	python3 -c 'import struct, sys; open(sys.argv[1], "wb").write(struct.pack("<IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, int(sys.argv[2]), 1, 0))' \
+		"$dir/jit-$pid.dump" "$pid"
+	chmod 644 "$dir/jit-$pid.dump"
+	echo go >&"$fd"
+	wait_for 10 grep -q "^ready" "$WORK/other.out" || { fail "hostile: other: jitprod did not map it: $(cat "$WORK/other.out")"; return; }
+	check "hostile: another user's file: refused and counted" wait_for 10 status_ge "$d" jitdump_refused $((before + 1))
+	check "hostile: another user's file: no map written for it" test ! -e "$d/perf-$pid.map"
+	check "hostile: another user's file: said" grep -q "jitdump $pid: .*is owned by another uid" "$AGENT_LOG"
+	echo exit >&"$fd"
+	exec {fd}>&-
+}
+
+# ---- running them ----
+
+scenario_done() {
+	local p
+	for p in "${PRODS[@]}"; do
+		pkill -9 -P "$p" 2>/dev/null
+		kill -9 "$p" 2>/dev/null
+	done
+	PRODS=()
+	cleanup_agent
+	sanitizer_check
+}
+
+pick_scenarios "$0" "$@"
+mkdir -p "$WORK/bin" "$WORK/dumps" "$WORK/dumps-nobody" "$WORK/home"
+cp "$BUILD/tests/jitprod" "$JITPROD"
+chmod 755 "$WORK/bin" "$JITPROD"
+chmod 711 "$WORK"
+chown 65534:65534 "$WORK/dumps-nobody"
+preflight
+run_scenarios "jitdump tests"

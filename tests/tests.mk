@@ -272,6 +272,7 @@ bench-execmap: all $(LOADGEN)
 # The agent's integration tests: real BPF, perf and runtimes; root.
 # Each suite's scenarios, all when empty: AGENT_TESTS="fork_perf fork_storm" picks some.
 AGENT_TESTS ?=
+JITDUMP_TESTS ?=
 AGENT_TESTS_ASAN ?=
 DOCTOR_TESTS ?=
 SECURITY_TESTS ?=
@@ -294,7 +295,12 @@ $(O)/tests/jitprod: tests/jitdump/jitprod.c tests/unit/jdbuild.h tests/agent/jit
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
 
-jitdump-test: all $(O)/tests/jitprod
+$(O)/tests/jitprod-static: tests/jitdump/jitprod.c tests/unit/jdbuild.h tests/agent/jitloop.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -static -o $@ $<
+
+jitdump-test: all $(O)/tests/jitprod $(O)/tests/jitprod-static
 	@bash tests/jitdump/run.sh $(O) $(JITDUMP_TESTS)
 
 # perfmapctl doctor on live processes: the test JIT's kinds of regions, containers,

@@ -42,7 +42,7 @@ static inline pid_t jitdump_name_pid(const char *path, size_t len)
 	while (base > path && base[-1] != '/')
 		base--;
 	n = (size_t)(path + len - base);
-	if (n < 11 || n > 20 || memcmp(base, "jit-", 4) || memcmp(path + len - 5, ".dump", 5) ||
+	if (n < 10 || n > 20 || memcmp(base, "jit-", 4) || memcmp(path + len - 5, ".dump", 5) ||
 	    base[4] < '1' || base[4] > '9')
 		return 0;
 	for (base += 4; base < path + len - 5; base++) {

@@ -210,8 +210,12 @@ static int admit(struct jitdumps *jd, const struct proc_info *pi, const char *pa
 	case JITDUMP_TARGET_WAIT:
 		break;
 	case JITDUMP_TARGET_GONE:
-		return -ESRCH;      /* not in the table yet, or going: a later pass finds it */
+		pr_debug("jitdump %d: %s: the process is not tracked (yet); a later pass finds it",
+			 (int)pi->pid, path);
+		return -ESRCH;
 	case JITDUMP_TARGET_REFUSED:
+		pr_debug("jitdump %d: %s: not the process's own (another uid, or another process at the pid)",
+			 (int)pi->pid, path);
 		return -EPERM;
 	}
 	*start = pi->start_ticks;
@@ -238,7 +242,12 @@ void jitdumps__marker(struct jitdumps *jd, pid_t pid, const char *path, uint64_t
 	d = dump_of(jd, pid);
 	if (d && (!ino || d->ino == ino))
 		return;
-	if (d || procfs_read(pid, &pi) || admit(jd, &pi, path, &start))
+	if (d || procfs_read(pid, &pi)) {
+		pr_debug("jitdump %d: %s: %s", (int)pid, path,
+			 d ? "another dump is read for it already" : "gone before it was looked at");
+		return;
+	}
+	if (admit(jd, &pi, path, &start))
 		return;
 	fd = open_dump(pid, path, &st, &why);
 	if (fd < 0) {

@@ -30,12 +30,16 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 declare -A PFD PREPLIES PPID_OF
 PRODS=()      # producers' pids (background jobs), killed at exit
 TMP_FILES=()  # what a scenario made in the real /tmp, removed at exit
+CONTAINERS=() # podman containers, removed at exit
 
 cleanup() {
 	local p
 	for p in "${PRODS[@]}"; do
 		pkill -9 -P "$p" 2>/dev/null
 		kill -9 "$p" 2>/dev/null
+	done
+	for p in "${CONTAINERS[@]}"; do
+		podman rm -f -t 0 "$p" >/dev/null 2>&1
 	done
 	cleanup_agent
 	for p in $(pgrep -u 65534 -f "$WORK/" 2>/dev/null); do
@@ -328,6 +332,32 @@ test_node() {
 	check "node: status says so" status_has /tmp "$pid" "map=own_map"
 	wait "$pid"
 	stop_agent || fail "node: perfmapd exited non-zero"
+}
+
+# A producer in a podman container: its dump in the container's own /tmp,
+# its pid 1 there; the map written at its host pid's path.
+test_container() {
+	local d a root hp ctr=pmjd-$$
+	command -v podman >/dev/null || { fail "container: podman is not installed"; return; }
+	start_scenario container container || return
+	root=$WORK/rootfs
+	"$HERE/../containers/mkrootfs.sh" "$root" "$BUILD/tests/jitprod-static" || { fail "container: no root file system"; return; }
+	CONTAINERS+=("$ctr")
+	prod_start ctr podman --runtime runc --cgroup-manager cgroupfs run -i --rm --network none \
+		--ulimit nofile=1024:1024 --ulimit nproc=1000:1000 --name "$ctr" --rootfs "$root" /bin/jitprod /tmp ||
+		{ fail "container: podman run failed: $(head -c 300 "$WORK/ctr.out")"; return; }
+	hp=$(podman inspect -f '{{.State.Pid}}' "$ctr")
+	check "container: the producer is pid $PID in its container ($DUMP), $hp on the host" \
+		test "$PID" != "$hp"
+	prod ctr load ctr_fn >/dev/null
+	prod ctr load ctr_fn2 >/dev/null
+	check "container: its map is written at its host pid's path" \
+		wait_for 10 eval 'names_are "$d/perf-$hp.map" "ctr_fn ctr_fn2 "'
+	check "container: the dump was found in the container's root" \
+		grep -q "jitdump $hp (jitprod): reading /tmp/jit-$PID.dump (in its own namespaces)" "$AGENT_LOG"
+	check "container: the dump in its /tmp is left where it is" test -s "$root/tmp/jit-$PID.dump"
+	prod_end ctr
+	stop_agent || fail "container: perfmapd exited non-zero"
 }
 
 # hostile NAME PRODUCER_ARGS -- COMMANDS...: a dump of uid 65534's; waits for

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mirror/container.h"
+#include "lib/mapname.h"
 #include "lib/nsroot.h"
 #include "testutil.h"
 
@@ -238,6 +239,61 @@ static void test_container_ids_from_cgroup_paths(void **state)
 	assert_int_equal(container_parse_cgroup("garbage", &c), -EINVAL);
 }
 
+static pid_t jd_pid(const char *path)
+{
+	return jitdump_name_pid(path, strlen(path));
+}
+
+/* A jitdump's marker by its name alone, as perf's inject finds it; a container's pid 1 too. */
+static void test_jitdump_names(void **state)
+{
+	(void)state;
+	assert_int_equal(jd_pid("/tmp/jit-1.dump"), 1);
+	assert_int_equal(jd_pid("jit-1.dump"), 1);
+	assert_int_equal(jd_pid("/home/u/app/jit-4194303.dump"), 4194303);
+	assert_int_equal(jd_pid("/tmp/jit-2147483647.dump"), 2147483647);
+	assert_int_equal(jd_pid("/tmp/jit-2147483648.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-0.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-01.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-12a.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/xjit-12.dump"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-12.dump.x"), 0);
+	assert_int_equal(jd_pid("/tmp/jit-12.dum"), 0);
+	assert_int_equal(jd_pid("/tmp/perf-12.map"), 0);
+	assert_int_equal(jd_pid(""), 0);
+}
+
+/* A dump opened as the mirrors open maps: a plain file only. */
+static void test_a_dump_is_opened_as_a_map_is(void **state)
+{
+	enum ns_refusal why;
+	struct stat st;
+	const char *path;
+	int dfd, fd;
+
+	(void)state;
+	assert_int_equal(mkdir(at("cwd"), 0755), 0);
+	dfd = open_dir("cwd", &why);
+	assert_true(dfd >= 0);
+	path = at("cwd/jit-7.dump");
+	tu_write(path, "JiTD", 4);
+	fd = nsroot_open_file(dfd, "jit-7.dump", 0, &st, &why);
+	assert_true(fd >= 0);
+	assert_int_equal(why, NSR_NONE);
+	close(fd);
+	unlink(path);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(nsroot_open_file(dfd, "jit-7.dump", 0, &st, &why), -EPERM);
+	assert_int_equal(why, NSR_NOT_REGULAR);
+	unlink(path);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_true(nsroot_open_file(dfd, "jit-7.dump", 0, &st, &why) < 0);
+	assert_int_equal(why, NSR_SYMLINK);
+	unlink(path);
+	close(dfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +304,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_copy_is_made_only_where_nothing_is, setup,
 						teardown),
 		cmocka_unit_test(test_fuse_mounts_from_the_mount_table),
+		cmocka_unit_test(test_jitdump_names),
+		cmocka_unit_test_setup_teardown(test_a_dump_is_opened_as_a_map_is, setup, teardown),
 		cmocka_unit_test(test_container_ids_from_cgroup_paths),
 	};
 

@@ -189,6 +189,25 @@ static void test_keeps_order(void **state)
 	perfmap__vmas_release(&vs);
 }
 
+/* A jitdump's marker is kept: the first executable file mapping named jit-*.dump. */
+static void test_jitdump_marker(void **state)
+{
+	static const char text[] =
+		"1000-2000 r--p 00000000 fe:00 11 /tmp/jit-9.dump\n"
+		"2000-3000 r-xp 00000000 fe:00 12 /usr/lib/jit-8.dumpx\n"
+		"3000-4000 r-xp 00000000 fe:00 13 /home/u/jit-42.dump\n"
+		"4000-5000 r-xp 00000000 fe:00 14 /tmp/jit-43.dump\n";
+	struct perfmap_vmas vs = { 0 };
+
+	(void)state;
+	assert_int_equal(perfmap__vmas_parse_buf(&vs, text, strlen(text)), (long)strlen(text));
+	assert_string_equal(vs.marker, "/home/u/jit-42.dump");
+	assert_int_equal(vs.marker_ino, 13);
+	perfmap__vmas_release(&vs);
+	assert_string_equal(vs.marker, "");
+	assert_int_equal(vs.marker_ino, 0);
+}
+
 /* Our own mappings: code is FILE, an anonymous exec mapping ANON, a memfd one MEMFD. */
 static void test_self(void **state)
 {
@@ -284,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_what_is_no_mapping),
 		cmocka_unit_test(test_read_fd),
 		cmocka_unit_test(test_keeps_order),
+		cmocka_unit_test(test_jitdump_marker),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_gone_process),
 		cmocka_unit_test(test_thousand_mappings_fast),

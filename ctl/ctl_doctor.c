@@ -34,6 +34,7 @@ struct doctor {
 	struct doc_map m;
 	struct doc_agent a;
 	struct perfmap_vmas vs;
+	struct doc_jitdump j;
 	struct doc_findings f;
 };
 
@@ -106,6 +107,74 @@ static void print_map(const struct doctor *d)
 	       c->in_anon, c->stale.count, c->in_memfd.count, c->in_file.count);
 }
 
+/* Whether a map is written for the dump, in words: "written by perfmapd: /tmp/perf-1.map". */
+static const char *jd_map_words(const struct doctor *d, char *buf, size_t len)
+{
+	const struct doc_agent *a = &d->a;
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/perf-%d.map", d->o.map_dir, (int)d->p.pid);
+	switch (doc_jitdump_map(a)) {
+	case DOC_JD_WRITTEN:
+		snprintf(buf, len, "written by perfmapd: %s (%llu %s written from the dump)", path,
+			 a->jd_maps_written, doc_pl(a->jd_maps_written, "map", "maps"));
+		break;
+	case DOC_JD_OWN_MAP:
+		snprintf(buf, len, "the process's own: it writes %s itself, and perfmapd leaves it untouched", path);
+		break;
+	case DOC_JD_PENDING:
+		snprintf(buf, len, "not yet: perfmapd writes %s once the dump names a function of this process", path);
+		break;
+	case DOC_JD_NOT_WRITTEN:
+		snprintf(buf, len, "none written by perfmapd (map=%s%s)", a->jd_map,
+			 a->jd_stopped ? ", its reading stopped" : "");
+		break;
+	case DOC_JD_NOT_LISTED:
+		snprintf(buf, len, "not said: perfmapd's status does not list this dump");
+		break;
+	default:
+		snprintf(buf, len, "no agent to write one; %s %s", path, d->m.host.exists ?
+			 "is there (the process's own, or left by an agent)" : "is not there");
+	}
+	return buf;
+}
+
+static void print_jitdump(const struct doctor *d)
+{
+	const struct doc_jitdump *j = &d->j;
+	const struct perfmap_jitdump_stats *s = &j->stats;
+	char words[PATH_MAX + 256];
+
+	if (!j->found)
+		return;
+	printf("jitdump\n  path       %s: ", j->path);
+	if (j->refused) {
+		printf("%s\n", doc_jitdump_refused_str(j->refused));
+	} else {
+		printf("%" PRIu64 " bytes, uid %u, mode %04o\n", (uint64_t)j->st.st_size,
+		       (unsigned int)j->st.st_uid, (unsigned int)(j->st.st_mode & 07777));
+		if (j->read_err)
+			printf("  read       %s\n", strerror(-j->read_err));
+	}
+	if (j->read) {
+		printf("  holds      %" PRIu64 " %s live: %" PRIu64 " %s, %" PRIu64 " %s (%" PRIu64
+		       " unmatched), %" PRIu64 " debug info %s (%" PRIu64 " lines), %" PRIu64
+		       " closes, %" PRIu64 " skipped\n",
+		       s->funcs, doc_pl(s->funcs, "function", "functions"), s->loads,
+		       doc_pl(s->loads, "load", "loads"), s->moves, doc_pl(s->moves, "move", "moves"),
+		       s->moves_unmatched, s->debug_info, doc_pl(s->debug_info, "record", "records"),
+		       s->debug_entries, s->closes, s->skipped + s->debug_unread);
+		if (s->stop)
+			printf("  stopped    %s at offset %" PRIu64 ": %s\n",
+			       s->header ? "a malformed record" : "a malformed header", s->stop_offset,
+			       perfmap__jitdump_stop_str(s->stop));
+		else if (s->torn_bytes)
+			printf("  torn       %" PRIu64 " %s at its end, not a whole record yet\n",
+			       s->torn_bytes, doc_pl(s->torn_bytes, "byte", "bytes"));
+	}
+	printf("  perf map   %s\n", jd_map_words(d, words, sizeof(words)));
+}
+
 struct exec_counts {
 	uint64_t regions, bytes;      /* anonymous executable: what a map names */
 	uint64_t mregions, mbytes;    /* a JIT's shared memfd code */
@@ -150,6 +219,19 @@ static void print_mappings(const struct doctor *d)
 	}
 }
 
+/* The mmaps the agent kept: "  mmaps seen          3 kept (0 more not kept); 2 mapped, 1 unnamed". */
+static void print_regions(const struct doc_agent *a)
+{
+	size_t i, mapped = 0, unnamed = 0;
+
+	for (i = 0; i < a->nregions; i++) {
+		mapped += a->regions[i].mapped;
+		unnamed += a->regions[i].mapped && !a->regions[i].named;
+	}
+	printf("  mmaps seen          %llu kept (%llu more not kept); %zu still mapped, %zu of them named by no entry\n",
+	       a->regions_kept, a->regions_not_kept, mapped, unnamed);
+}
+
 static void print_agent(const struct doctor *d)
 {
 	const struct doc_agent *a = &d->a;
@@ -169,6 +251,13 @@ static void print_agent(const struct doctor *d)
 		       doc_bytes_str(a->jit_bytes, b, sizeof(b)), a->jit_lost ? "yes" : "no");
 	if (a->has_mirror)
 		printf("  mirror              %s\n", a->mirror);
+	if (a->has_jitdump)
+		printf("  this jitdump        %llu %s, %llu %s; map %s, %llu written; stopped: %s\n",
+		       a->jd_records, doc_pl(a->jd_records, "record", "records"), a->jd_functions,
+		       doc_pl(a->jd_functions, "function", "functions"), a->jd_map,
+		       a->jd_maps_written, a->jd_stopped ? "yes" : "no");
+	if (a->has_regions)
+		print_regions(a);
 }
 
 static void print_findings(const struct doctor *d)
@@ -198,6 +287,7 @@ static void print_table(const struct doctor *d)
 {
 	print_process(d);
 	print_map(d);
+	print_jitdump(d);
 	print_mappings(d);
 	print_agent(d);
 	print_findings(d);
@@ -281,6 +371,50 @@ static struct json_object *json_map(const struct doc_map *m)
 	return o;
 }
 
+static struct json_object *json_jitdump(const struct doctor *d)
+{
+	const struct doc_jitdump *j = &d->j;
+	const struct perfmap_jitdump_stats *s = &j->stats;
+	struct json_object *o, *stop = NULL;
+
+	if (!j->found)
+		return NULL;
+	o = json_object_new_object();
+	J_ADD(o, "path", j_str(j->path));
+	J_ADD(o, "named_pid", j->named_pid ? j_u64((uint64_t)j->named_pid) : NULL);
+	if (j->refused)
+		J_ADD(o, "refused", j_str(doc_jitdump_refused_str(j->refused)));
+	else {
+		J_ADD(o, "bytes", j_u64((uint64_t)j->st.st_size));
+		J_ADD(o, "uid", j_u64(j->st.st_uid));
+		J_ADD(o, "mode", j_u64(j->st.st_mode & 07777));
+	}
+	if (j->read_err)
+		J_ADD(o, "read_error", j_str(strerror(-j->read_err)));
+	if (j->read) {
+		J_ADD(o, "header_pid", s->header ? j_u64(s->pid) : NULL);
+		J_ADD(o, "records", j_u64(s->records));
+		J_ADD(o, "functions", j_u64(s->funcs));
+		J_ADD(o, "loads", j_u64(s->loads));
+		J_ADD(o, "moves", j_u64(s->moves));
+		J_ADD(o, "moves_unmatched", j_u64(s->moves_unmatched));
+		J_ADD(o, "debug_info", j_u64(s->debug_info));
+		J_ADD(o, "debug_entries", j_u64(s->debug_entries));
+		J_ADD(o, "closes", j_u64(s->closes));
+		J_ADD(o, "skipped", j_u64(s->skipped + s->debug_unread));
+		J_ADD(o, "torn_bytes", j_u64(s->torn_bytes));
+		if (s->stop) {
+			stop = json_object_new_object();
+			J_ADD(stop, "reason", j_str(perfmap__jitdump_stop_str(s->stop)));
+			J_ADD(stop, "offset", j_u64(s->stop_offset));
+			J_ADD(stop, "in_header", json_object_new_boolean(!s->header));
+		}
+		J_ADD(o, "malformed", stop);
+	}
+	J_ADD(o, "map", j_str(doc_jd_map_str(doc_jitdump_map(&d->a))));
+	return o;
+}
+
 static struct json_object *json_mappings(const struct doctor *d)
 {
 	const struct perfmap_corr *c = &d->m.corr;
@@ -299,6 +433,28 @@ static struct json_object *json_mappings(const struct doctor *d)
 		J_ADD(o, "used_coverage_pct", json_object_new_double(used_coverage_pct(c)));
 		J_ADD(o, "unnamed_regions", j_u64(c->unnamed.count));
 	}
+	return o;
+}
+
+/* The mmaps the agent kept of the process, each as it lies now. */
+static struct json_object *json_regions(const struct doc_agent *a)
+{
+	struct json_object *o = json_object_new_object(), *arr = json_object_new_array(), *r;
+	const struct doc_region *g;
+	size_t i;
+
+	J_ADD(o, "kept", j_u64(a->regions_kept));
+	J_ADD(o, "not_kept", j_u64(a->regions_not_kept));
+	for (i = 0; i < a->nregions; i++) {
+		g = &a->regions[i];
+		r = json_object_new_object();
+		J_ADD(r, "address", j_hex(g->addr));
+		J_ADD(r, "bytes", j_u64(g->len));
+		J_ADD(r, "mapped", json_object_new_boolean(g->mapped));
+		J_ADD(r, "named", json_object_new_boolean(g->named));
+		json_object_array_add(arr, r);
+	}
+	J_ADD(o, "regions", arr);
 	return o;
 }
 
@@ -325,6 +481,17 @@ static struct json_object *json_agent(const struct doc_agent *a)
 	}
 	if (a->has_mirror)
 		J_ADD(o, "mirror", j_str(a->mirror));
+	if (a->has_jitdump) {
+		j = json_object_new_object();
+		J_ADD(j, "records", j_u64(a->jd_records));
+		J_ADD(j, "functions", j_u64(a->jd_functions));
+		J_ADD(j, "maps_written", j_u64(a->jd_maps_written));
+		J_ADD(j, "map", j_str(a->jd_map));
+		J_ADD(j, "stopped", json_object_new_boolean(a->jd_stopped));
+		J_ADD(o, "jitdump", j);
+	}
+	if (a->has_regions)
+		J_ADD(o, "mmaps", json_regions(a));
 	return o;
 }
 
@@ -357,6 +524,7 @@ static void print_json(const struct doctor *d, bool pretty)
 	J_ADD(o, "healthy", json_object_new_boolean(healthy(&d->f)));
 	J_ADD(o, "process", json_process(&d->p));
 	J_ADD(o, "map", json_map(&d->m));
+	J_ADD(o, "jitdump", json_jitdump(d));
 	J_ADD(o, "mappings", json_mappings(d));
 	J_ADD(o, "agent", json_agent(&d->a));
 	J_ADD(o, "findings", json_findings(&d->f));
@@ -383,8 +551,10 @@ static int examine(struct doctor *d)
 	err = doc_map_check(&d->o, &d->vs, &d->m);
 	if (err)
 		return err;
+	doc_jitdump_read(&d->p, &d->vs, &d->j);
 	doc_agent_ask(&d->o, d->p.pid, &d->a);
-	doc_findings_make(&d->o, &d->p, &d->m, &d->vs, &d->a, &d->f);
+	doc_regions_judge(&d->o, &d->m, &d->vs, &d->a);
+	doc_findings_make(&d->o, &d->p, &d->m, &d->vs, &d->a, &d->j, &d->f);
 	return 0;
 }
 
@@ -395,6 +565,7 @@ static int doctor(struct doctor *d, enum doc_format format)
 	err = examine(d);
 	if (err == -ESRCH || err == -ENOENT) {
 		ctl_error("doctor: no process %d", (int)d->p.pid);
+		doc_archive_say(&d->o, d->p.pid);
 		goto release_maps;
 	}
 	if (err == -EACCES || err == -EPERM) {
@@ -417,7 +588,7 @@ release_maps:
 }
 
 static const char usage_text[] =
-	"Usage: perfmapctl doctor [--map-dir DIR] [--run-dir DIR] [--json | --pretty]\n"
+	"Usage: perfmapctl doctor [--map-dir DIR] [--run-dir DIR] [--archive-dir DIR] [--json | --pretty]\n"
 	"                         [--min-coverage PCT] [--max-bytes N] PID\n";
 
 int cmd_doctor(int argc, char **argv)
@@ -425,6 +596,7 @@ int cmd_doctor(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "map-dir", required_argument, NULL, 'd' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "archive-dir", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
 		{ "min-coverage", required_argument, NULL, 'c' },
@@ -440,13 +612,16 @@ int cmd_doctor(int argc, char **argv)
 
 	d.o = (struct doc_opts){ .map_dir = "/tmp", .run_dir = PERFMAPD_RUN_DIR,
 				 .min_coverage = DEFAULT_MIN_COVERAGE };
-	while ((opt = getopt_long(argc, argv, "d:r:jpc:m:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:r:a:jpc:m:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			d.o.map_dir = optarg;
 			break;
 		case 'r':
 			d.o.run_dir = optarg;
+			break;
+		case 'a':
+			d.o.archive_dir = optarg;
 			break;
 		case 'j':
 			format = format == DOC_TABLE ? DOC_JSON : format;

@@ -23,7 +23,6 @@
 #include "perfmap.h"
 #include "restore.h"
 
-#define DEFAULT_ARCHIVE_DIR "/var/lib/perfmapd/archive"
 #define MAX_WANTS 4096
 #define MAX_ARCHIVED (1u << 20)
 #define PERFDATA_MAX_BYTES (1ull << 30)
@@ -41,7 +40,9 @@ struct want {
 };
 
 struct restore {
-	const char *archive_dir, *map_dir, *perf_data;
+	const char *given_archive;     /* --archive-dir; NULL: the agent's, else the default */
+	const char *archive_dir, *map_dir, *run_dir, *perf_data;
+	struct ctl_archive ar;         /* the archive read: archive_dir, and whose it is */
 	int archive_fd, map_fd;
 	bool dry_run;
 	int64_t boot_ns;               /* the wall clock at boot: start ticks to times */
@@ -57,8 +58,12 @@ struct restore {
 };
 
 static const char usage_text[] =
-	"Usage: perfmapctl restore [--archive-dir DIR] [--map-dir DIR] [--dry-run]\n"
-	"                          (PID [--start-ticks N | --at TIME] ... | --perf-data FILE)\n";
+	"Usage: perfmapctl restore [--archive-dir DIR] [--map-dir DIR] [--run-dir DIR] [--dry-run]\n"
+	"                          (PID [--start-ticks N | --at TIME] ... | --perf-data FILE)\n"
+	"\n"
+	"The archive read is --archive-dir, else the one of the perfmapd running for\n"
+	"--map-dir (/tmp; its status socket under --run-dir, " PERFMAPD_RUN_DIR "),\n"
+	"else " CTL_ARCHIVE_DIR_DEFAULT ".\n";
 
 static void worse(struct restore *r, int status)
 {
@@ -181,6 +186,7 @@ static int parse_args(struct restore *r, int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "archive-dir", required_argument, NULL, 'a' },
 		{ "map-dir", required_argument, NULL, 'm' },
+		{ "run-dir", required_argument, NULL, 'r' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "perf-data", required_argument, NULL, 'p' },
 		{ "start-ticks", required_argument, NULL, 't' },
@@ -194,8 +200,9 @@ static int parse_args(struct restore *r, int argc, char **argv)
 	while (!err && (opt = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 1: err = add_want(r, optarg); break;
-		case 'a': r->archive_dir = optarg; break;
+		case 'a': r->given_archive = optarg; break;
 		case 'm': r->map_dir = optarg; break;
+		case 'r': r->run_dir = optarg; break;
 		case 'n': r->dry_run = true; break;
 		case 'p': r->perf_data = optarg; break;
 		case 't':
@@ -472,6 +479,7 @@ static void restore_one(struct restore *r, const struct archived *a, const char 
 	}
 	if (r->dry_run) {
 		say_restored(r, a, how, false);
+		worse(r, restore_dump(r->archive_fd, r->archive_dir, r->map_fd, r->map_dir, a, true));
 		return;
 	}
 	fd = openat(r->map_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -502,6 +510,8 @@ static void restore_one(struct restore *r, const struct archived *a, const char 
 	}
 	close(fd);
 	say_restored(r, a, how, marked);
+	/* Its jitdump beside it, when the agent archived one with it. */
+	worse(r, restore_dump(r->archive_fd, r->archive_dir, r->map_fd, r->map_dir, a, false));
 }
 
 /* ---- which map: by pid ---- */
@@ -559,7 +569,7 @@ static int pick(const struct restore *r, const struct want *w, const struct arch
 	int c;
 
 	if (!n) {
-		snprintf(why, len, "no archived map in %s", r->archive_dir);
+		snprintf(why, len, "no archived map in %s%s", r->archive_dir, r->ar.whose);
 		return -1;
 	}
 	switch (w->how) {
@@ -583,7 +593,7 @@ static int pick(const struct restore *r, const struct want *w, const struct arch
 
 static void restore_want(struct restore *r, const struct want *w)
 {
-	char how[1024], rule[256], why[256];
+	char how[1024], rule[PATH_MAX + 256], why[sizeof(rule)];  /* pick() fills both up to one length */
 	struct archived *m;
 	int n, c;
 
@@ -644,14 +654,15 @@ static int by_evidence(struct restore *r, struct archived *m, int n)
 static void restore_recorded(struct restore *r, pid_t pid)
 {
 	const char *rule = NULL;
-	char how[1024], rb[512], when[32];
+	char how[1024], rb[512], when[32], why[2 * PATH_MAX + 160];
 	struct archived *m;
 	int n, c;
 
 	n = maps_of(r, pid, &m);
 	if (!n) {
-		refuse(r, pid, "perf recorded anonymous executable code, but the archive has no map of this pid",
-		       "; nothing written", CTL_FINDING);
+		snprintf(why, sizeof(why), "perf recorded anonymous executable code, but the archive %s%s has no map of this pid",
+			 r->archive_dir, r->ar.whose);
+		refuse(r, pid, why, "; nothing written", CTL_FINDING);
 		return;
 	}
 	c = n > 1 && perfdata_has_regions(&r->pd, pid, true) ? by_evidence(r, m, n) : -1;
@@ -767,7 +778,7 @@ static int open_dirs(struct restore *r)
 		r->hz = 100;
 	r->archive_fd = open(r->archive_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (r->archive_fd < 0) {
-		ctl_error("restore: archive %s: %s%s", r->archive_dir, strerror(errno),
+		ctl_error("restore: archive %s%s: %s%s", r->archive_dir, r->ar.whose, strerror(errno),
 			  errno == EACCES ? " (the archive is root's: run as root)" : "");
 		return -errno;
 	}
@@ -781,8 +792,8 @@ static int open_dirs(struct restore *r)
 
 int cmd_restore(int argc, char **argv)
 {
-	struct restore r = { .archive_dir = DEFAULT_ARCHIVE_DIR, .map_dir = "/tmp",
-			     .archive_fd = -1, .map_fd = -1 };
+	struct restore r = { .map_dir = "/tmp", .run_dir = PERFMAPD_RUN_DIR, .archive_fd = -1,
+			     .map_fd = -1 };
 	size_t i;
 	int err;
 
@@ -790,13 +801,15 @@ int cmd_restore(int argc, char **argv)
 	err = r.wants ? parse_args(&r, argc, argv) : -ENOMEM;
 	if (err)
 		goto free_restore;
+	ctl_archive_find(&r.ar, r.given_archive, r.map_dir, r.run_dir);
+	r.archive_dir = r.ar.dir;
 	err = open_dirs(&r);
 	if (!err && r.perf_data)
 		err = load_perf_data(&r);
 	if (!err)
 		err = scan_archive(&r);
 	if (err == -ENOMEM || err == -E2BIG)
-		ctl_error("restore: archive %s: %s", r.archive_dir, strerror(-err));
+		ctl_error("restore: archive %s%s: %s", r.archive_dir, r.ar.whose, strerror(-err));
 	if (err)
 		goto free_restore;
 	if (r.perf_data)

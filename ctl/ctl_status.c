@@ -13,18 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "ctl.h"
 #include "perfmap_tools.h"
 #include "status_view.h"
-
-#define STATUS_MAX (64u << 10)
 
 enum status_format { STATUS_SUMMARY, STATUS_ALL, STATUS_JSON, STATUS_JSON_PRETTY };
 
@@ -109,49 +104,6 @@ static void say_who_may(const char *sock)
 			  sock, (unsigned int)st.st_gid);
 }
 
-int ctl_status_fetch(const char *map_dir, const char *run_dir, char **text, size_t *len,
-		     char *sock, size_t sock_len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char lock[PATH_MAX];
-	char *buf;
-	size_t have = 0;
-	ssize_t n = 0;
-	int fd, err;
-
-	if (sock_len < sizeof(lock))
-		return -EINVAL;
-	err = perfmap__run_paths(run_dir, map_dir, lock, sock, sizeof(lock));
-	if (err)
-		return err;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);  /* fits: instance_paths checked */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = -errno;
-		goto close_fd;
-	}
-	buf = malloc(STATUS_MAX + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto close_fd;
-	}
-	while (have < STATUS_MAX && (n = read(fd, buf + have, STATUS_MAX - have)) > 0)
-		have += (size_t)n;
-	if (n < 0) {
-		err = -errno;
-		free(buf);
-		goto close_fd;
-	}
-	buf[have] = '\0';
-	*text = buf;
-	*len = have;
-close_fd:
-	close(fd);
-	return err;
-}
-
 static int status(const char *map_dir, const char *run_dir, enum status_format format)
 {
 	char sock[PATH_MAX] = "";
@@ -167,6 +119,11 @@ static int status(const char *map_dir, const char *run_dir, enum status_format f
 	}
 	if (err == -EACCES || err == -EPERM) {
 		say_who_may(sock);
+		return CTL_ERROR;
+	}
+	if (err == -ETIMEDOUT) {
+		ctl_error("status: %s: perfmapd for %s did not answer within 10 s (stopped? stuck?)",
+			  sock, map_dir);
 		return CTL_ERROR;
 	}
 	if (err) {

@@ -4,6 +4,7 @@
  * the one change that fixes it. Codes are stable: scripts read them from
  * --json, docs/perfmapctl.md lists them.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ struct facts {
 	const struct doc_proc *p;
 	const struct doc_map *m;
 	const struct doc_agent *a;
+	const struct doc_jitdump *j;
 	uint64_t anon_regions, anon_bytes, memfd_regions, memfd_bytes;
 	char who[96];        /* "node 1234", "python3.12 1234" */
 	char host_path[PATH_MAX];
@@ -158,6 +160,62 @@ static void refused(struct doc_findings *f, const struct doc_mapfile *mf)
 	say(d->fix, sizeof(d->fix), "remove it; the runtime makes a new map when it starts");
 }
 
+/* "; the dump is named for pid N ...": its name carries another pid than the process's (a parent's dump). */
+static const char *inherited_words(const struct facts *x, char *buf, size_t len)
+{
+	const struct doc_jitdump *j = x->j;
+
+	buf[0] = '\0';
+	if (j->named_pid && j->named_pid != x->p->pid && j->named_pid != x->p->ns_pid)
+		snprintf(buf, len, "; the dump is named for pid %d (a parent's, kept across fork), and perf inject -j takes it for that pid only",
+			 (int)j->named_pid);
+	return buf;
+}
+
+/*
+ * A jitdump and no map: only perf reads the dump, and only after inject.
+ * Said instead of no_map, whose fix (the runtime's map option) is not the
+ * only one here: perfmapd writes the map from the dump.
+ */
+static void jitdump_no_map(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_jitdump *j = x->j;
+	const struct doc_agent *a = x->a;
+	enum doc_jd_map mc = doc_jitdump_map(a);
+	struct doc_finding *d;
+	char what[96], inh[160], agent[192];
+
+	if (!(d = add(f, "jitdump_no_map", mc == DOC_JD_PENDING ? SEV_INFO : SEV_WARNING,
+		      j->read ? j->stats.funcs : 0)))
+		return;
+	if (j->read)
+		snprintf(what, sizeof(what), "%" PRIu64 " %s", j->stats.funcs,
+			 doc_pl(j->stats.funcs, "function", "functions"));
+	else
+		snprintf(what, sizeof(what), "unread: %s", j->refused ?
+			 doc_jitdump_refused_str(j->refused) : strerror(-j->read_err));
+	inherited_words(x, inh, sizeof(inh));
+	if (mc == DOC_JD_PENDING) {
+		say(d->cause, sizeof(d->cause), "%s describes its JIT code in the jitdump %s (%s) and has no %s yet: perfmapd reads the dump and writes the map once it names a function of this process%s",
+		    x->who, j->path, what, x->host_path, inh);
+		say(d->fix, sizeof(d->fix), "nothing to do: perfmapctl doctor %d again shows the map once written",
+		    (int)x->p->pid);
+		return;
+	}
+	if (mc == DOC_JD_NO_AGENT)
+		snprintf(agent, sizeof(agent), "no perfmapd runs to write one");
+	else if (a->has_jitdump)
+		snprintf(agent, sizeof(agent), "perfmapd reads the dump but writes no map for it (map=%s%s)",
+			 a->jd_map, a->jd_stopped ? ", its reading stopped" : "");
+	else
+		snprintf(agent, sizeof(agent), "perfmapd's status does not list this dump (refused, over its bound, not seen yet, or past the dumps it lists: its log says which)");
+	say(d->cause, sizeof(d->cause), "%s describes its JIT code in the jitdump %s (%s) and has no %s, and %s: only perf reads a jitdump, after `perf record -k mono` and `perf inject -j`; bcc, bpftrace, blazesym and perf without inject see hex%s",
+	    x->who, j->path, what, x->host_path, agent, inh);
+	say(d->fix, sizeof(d->fix), "record with `perf record -k mono`, then `perf inject -j -i perf.data -o jit.data` and report jit.data; or %s; or write a map now: perfmapctl jitdump %s -o %s",
+	    mc == DOC_JD_NO_AGENT ? "run perfmapd, which writes the map from the dump as it grows" :
+	    "see perfmapd's log for why it writes none", j->path, x->host_path);
+}
+
 /* Neither the host nor the container holds a map. */
 static void no_map(struct facts *x, struct doc_findings *f)
 {
@@ -166,6 +224,10 @@ static void no_map(struct facts *x, struct doc_findings *f)
 	char jw[192], fix[256];
 	bool jit = x->anon_bytes || x->memfd_bytes;
 
+	if (x->j->found) {
+		jitdump_no_map(x, f);
+		return;
+	}
 	if (!x->m->dir_writable) {
 		if (!(d = add(f, "map_not_writable", SEV_ERROR, 1)))
 			return;
@@ -350,6 +412,89 @@ static void coverage(struct facts *x, struct doc_findings *f)
 	}
 }
 
+/*
+ * The mmaps the agent saw that no entry names, inside a mapping that has
+ * named code: the kernel merged them with their neighbours, so
+ * /proc/<pid>/maps shows no unnamed region (unnamed_regions has the rest).
+ */
+static void unnamed_mmaps(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_agent *a = x->a;
+	const struct doc_region *g;
+	struct doc_finding *d;
+	/* DOC_MAX_ADDRS of "0x7fffffffffff (1023.9 KiB)", and how many more. */
+	char list[DOC_MAX_ADDRS * 32 + 32] = "", b[32], more[96] = "";
+	uint64_t n = 0, mapped = 0;
+	size_t i, off = 0;
+
+	for (i = 0; i < a->nregions; i++) {
+		g = &a->regions[i];
+		mapped += g->mapped;
+		if (!g->mapping_named || g->named)
+			continue;
+		if (n++ < DOC_MAX_ADDRS && off < sizeof(list))
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s0x%" PRIx64 " (%s)",
+						off ? ", " : "", g->addr,
+						doc_bytes_str(g->len, b, sizeof(b)));
+	}
+	if (!n || !(d = add(f, "unnamed_mmaps", SEV_INFO, n)))
+		return;
+	if (n > DOC_MAX_ADDRS && off < sizeof(list))
+		snprintf(list + off, sizeof(list) - off, " and %" PRIu64 " more", n - DOC_MAX_ADDRS);
+	if (a->regions_not_kept)
+		snprintf(more, sizeof(more), "; perfmapd kept the first %llu and did not keep %llu more",
+			 a->regions_kept, a->regions_not_kept);
+	say(d->cause, sizeof(d->cause), "%" PRIu64 " of the %" PRIu64 " anonymous executable %s perfmapd saw %s make %s no named code, though the kernel merged %s with named code into one mapping (so /proc/%d/maps shows no unnamed region)%s: %s",
+	    n, mapped, doc_pl(mapped, "mmap", "mmaps"), x->who, doc_pl(n, "holds", "hold"),
+	    doc_pl(n, "it", "them"), (int)x->p->pid, more, list);
+	say(d->fix, sizeof(d->fix), "samples there show as hex: the runtime wrote no entry for the code it put there; nothing to do if it reserves them for later code");
+	for (i = 0; i < a->nregions && d->naddrs < DOC_MAX_ADDRS; i++) {
+		g = &a->regions[i];
+		if (g->mapping_named && !g->named)
+			d->addrs[d->naddrs++] = g->addr;
+	}
+}
+
+/* What is wrong with the dump itself: refused, malformed, a torn last record. */
+static void jitdump(struct facts *x, struct doc_findings *f)
+{
+	const struct doc_jitdump *j = x->j;
+	const struct perfmap_jitdump_stats *s = &j->stats;
+	struct doc_finding *d;
+
+	if (!j->found)
+		return;
+	if (j->refused && (d = add(f, "jitdump_refused", SEV_WARNING, 1))) {
+		say(d->cause, sizeof(d->cause), "%s's jitdump %s %s: perfmapd does not read it either, and writes no map from it",
+		    x->who, j->path, doc_jitdump_refused_str(j->refused));
+		say(d->fix, sizeof(d->fix), "%s", j->refused == -ESTALE || j->refused == -ENOENT ?
+		    "restart the runtime: its dump's name no longer leads to the file it writes" :
+		    "have the runtime write its dump as a regular file of its own uid, with one link, in a directory of its own");
+		return;
+	}
+	if (!j->read)
+		return;
+	if (s->stop && (d = add(f, "jitdump_malformed", SEV_WARNING, 1))) {
+		if (s->header)
+			say(d->cause, sizeof(d->cause), "%s's jitdump %s has a malformed record at offset %" PRIu64 ": %s; the %" PRIu64 " %s read before it are named, nothing after it is read (perfmapd stops there too)",
+			    x->who, j->path, s->stop_offset, perfmap__jitdump_stop_str(s->stop), s->funcs,
+			    doc_pl(s->funcs, "function", "functions"));
+		else
+			say(d->cause, sizeof(d->cause), "%s's jitdump %s has a malformed header: %s; nothing in it is read",
+			    x->who, j->path, perfmap__jitdump_stop_str(s->stop));
+		say(d->fix, sizeof(d->fix), "restart the runtime for a new dump; if it recurs, the runtime (or whatever else writes the file) writes what the jitdump format does not allow");
+	}
+	if (!s->stop && s->torn_bytes && (d = add(f, "jitdump_torn", SEV_INFO, s->torn_bytes))) {
+		if (s->header)
+			say(d->cause, sizeof(d->cause), "the last record of %s is incomplete (%" PRIu64 " %s at its end): the runtime is writing it, or stopped in the middle of it",
+			    j->path, s->torn_bytes, doc_pl(s->torn_bytes, "byte", "bytes"));
+		else
+			say(d->cause, sizeof(d->cause), "%s holds %" PRIu64 " %s, less than a jitdump header: the runtime has not written it yet, or stopped in the middle of it",
+			    j->path, s->torn_bytes, doc_pl(s->torn_bytes, "byte", "bytes"));
+		say(d->fix, sizeof(d->fix), "nothing to do while it runs: the record is read once whole");
+	}
+}
+
 /* The `perfmapctl check` verdicts: which consumers misread the map. */
 static void consumers(struct facts *x, struct doc_findings *f)
 {
@@ -398,15 +543,16 @@ static void sort_by_severity(struct doc_findings *f)
 
 void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const struct doc_map *m,
 		       const struct perfmap_vmas *vs, const struct doc_agent *a,
-		       struct doc_findings *f)
+		       const struct doc_jitdump *j, struct doc_findings *f)
 {
-	struct facts x = { .o = o, .p = p, .m = m, .a = a };
+	struct facts x = { .o = o, .p = p, .m = m, .a = a, .j = j };
 
 	f->n = 0;
 	count_exec(&x, vs);
 	name_process(&x);
 	refused(f, &m->host);
 	refused(f, &m->ns);
+	jitdump(&x, f);
 	if (!m->host.exists && !m->ns.exists)
 		no_map(&x, f);
 	container_only(&x, f);
@@ -415,6 +561,7 @@ void doc_findings_make(const struct doc_opts *o, const struct doc_proc *p, const
 	if (m->checked) {
 		entries(&x, f);
 		coverage(&x, f);
+		unnamed_mmaps(&x, f);
 		consumers(&x, f);
 	}
 	sort_by_severity(f);

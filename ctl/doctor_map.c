@@ -18,7 +18,7 @@
 
 #include "doctor.h"
 
-static int openat2_dir(int dirfd, const char *path)
+int doc_open_dir_in_root(int dirfd, const char *path)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -144,7 +144,7 @@ static int ns_tmp(pid_t pid)
 	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -errno;
-	fd = openat2_dir(root, "tmp");
+	fd = doc_open_dir_in_root(root, "tmp");
 	close(root);
 	return fd;
 }

@@ -3,6 +3,7 @@
 #define PERFMAPD_CTL_RESTORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,5 +41,16 @@ int archived_parse_name(const char *name, struct archived *a);
 int archived_choose_at(const struct archived *a, int n, int64_t at_ns, const char **rule);
 /* The newest archived of @n: the index. */
 int archived_newest(const struct archived *a, int n);
+
+
+/*
+ * After @a's map was restored (or, @dry_run, would be): the jitdump archived
+ * beside it, if there is one, back at <@map_dir>/jit-<pid>.dump, never over
+ * a file that is there, its owner's, 0600, marked as restored. Says what it
+ * did (nothing when there is no such dump); the exit status it deserves
+ * (restore_dump.c).
+ */
+int restore_dump(int archive_fd, const char *archive_dir, int map_fd, const char *map_dir,
+		 const struct archived *a, bool dry_run);
 
 #endif /* PERFMAPD_CTL_RESTORE_H */

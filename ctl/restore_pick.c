@@ -1,10 +1,12 @@
 /*
  * perfmapctl restore: what an archived map's name says (agent/archive/archive.c's
- * archive_name() and archive_file.c's dup_name() make them), and which of a
- * pid's archived maps a request means. No system calls: decisions only.
+ * archive_name() and archive_file.c's dup_name() make them), the name of the
+ * jitdump archived beside it, and which of a pid's archived maps a request
+ * means. No system calls: decisions only.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -29,6 +29,24 @@ enum {
 /* The kernel's PID_MAX_LIMIT (4M on 64-bit): no pid is above it. */
 #define JD_PID_MAX (4u << 20)
 
+/* One line entry of a function's table: code at @off bytes into it and on is @line of @file. */
+struct jd_line {
+	uint32_t off;        /* code sizes are at most PERFMAP_JITDUMP_RECORD_MAX: 32 bits */
+	uint32_t line;
+	uint32_t file;       /* offset of its NUL-terminated name in the table's pool */
+};
+
+/*
+ * A function's line table, one allocation: the entries sorted by offset,
+ * then the pool of file names. Offsets from the function's start, so that
+ * a move keeps it.
+ */
+struct jd_lines {
+	uint64_t bytes;      /* the whole allocation, as counted in stats.lines_bytes */
+	uint32_t n;
+	struct jd_line e[];  /* then the pool */
+};
+
 /*
  * A live function, in a treap ordered by (pid, start): each pid's functions
  * sorted and never overlapping, so a new range finds what it covers by two
@@ -38,21 +56,52 @@ struct jd_func {
 	struct jd_func *l, *r;
 	uint64_t start, size;
 	uint64_t seq;        /* when it was loaded or moved: perfmap__jitdump_write_since() */
+	struct jd_lines *lines; /* its JIT_CODE_DEBUG_INFO, when kept; NULL */
 	uint32_t prio, pid;
 	uint32_t name_len;   /* at most PERFMAP_NAME_MAX: what the writer keeps */
-	char name[];
+	char name[];         /* NUL-terminated, for lookups */
+};
+
+/* A load or move, in the order they came: what an append writes, found again in the tree. */
+struct jd_logent {
+	uint64_t seq, start;
+	uint32_t pid;
 };
 
 struct perfmap_jitdump {
 	struct jd_func *root;
+	/*
+	 * The loads and moves since the log was last made again, in seq
+	 * order: an append walks only the new ones, not every live function.
+	 * Made again from the tree when it holds twice as many as live.
+	 */
+	struct jd_logent *log;
+	size_t log_len, log_cap;
+	bool log_broken;        /* out of memory once: appends walk the tree */
 	uint64_t rand;
 	struct perfmap_jitdump_stats st;
 	uint64_t seq;
 	uint64_t max_funcs, max_name_bytes;
+	struct perfmap_jitdump_budget *shared[2]; /* bounds over many readers; NULL: none */
 	uint32_t expect_pid;
 	char name[PERFMAP_JITDUMP_NAME_MAX + 1];
 	unsigned char *debug;   /* a debug info record, read whole */
 	size_t debug_cap;
+	/*
+	 * Line tables are kept up to this many bytes in all (0: not kept).
+	 * A debug record comes before the load of its code (perf's order):
+	 * it waits in @debug, pending, for a load at its code_addr. One
+	 * naming the code of the function loaded just before it (a producer
+	 * writing it after the load) goes to that function at once
+	 * (@debug_attached), and still waits for a load there.
+	 */
+	uint64_t max_lines_bytes;
+	bool debug_pending, debug_attached;
+	uint32_t debug_len;
+	uint64_t debug_addr;
+	bool last_load;          /* a load made the function at (@last_pid, @last_start) */
+	uint32_t last_pid;
+	uint64_t last_start;
 };
 
 static const char *const stop_str[__PERFMAP_JITDUMP_STOP_MAX] = {
@@ -130,14 +179,24 @@ static void funcs_free(struct jd_func *f)
 		return;
 	funcs_free(f->l);
 	funcs_free(f->r);
+	free(f->lines);
 	free(f);
 }
 
 void perfmap__jitdump_free(struct perfmap_jitdump *j)
 {
+	unsigned int i;
+
 	if (!j)
 		return;
+	/* What it kept is given back to the budgets it shared. */
+	for (i = 0; i < 2; i++)
+		if (j->shared[i]) {
+			j->shared[i]->funcs -= j->st.funcs;
+			j->shared[i]->name_bytes -= j->st.name_bytes;
+		}
 	funcs_free(j->root);
+	free(j->log);
 	free(j->debug);
 	free(j);
 }
@@ -159,6 +218,12 @@ void perfmap__jitdump_set_limits(struct perfmap_jitdump *j, uint64_t max_funcs,
 void perfmap__jitdump_expect_pid(struct perfmap_jitdump *j, uint32_t pid)
 {
 	j->expect_pid = pid;
+}
+
+void perfmap__jitdump_keep_lines(struct perfmap_jitdump *j, uint64_t max_bytes)
+{
+	j->max_lines_bytes = max_bytes < PERFMAP_JITDUMP_LINES_BYTES_MAX ? max_bytes
+									 : PERFMAP_JITDUMP_LINES_BYTES_MAX;
 }
 
 uint64_t perfmap__jitdump_seq(const struct perfmap_jitdump *j)
@@ -199,10 +264,122 @@ static struct jd_func *merge(struct jd_func *l, struct jd_func *r)
 	return r;
 }
 
+/* @f's line table goes: its bytes are free for others'. */
+static void drop_lines(struct perfmap_jitdump *j, struct jd_func *f)
+{
+	if (!f->lines)
+		return;
+	j->st.lines_tables--;
+	j->st.lines_bytes -= f->lines->bytes;
+	free(f->lines);
+	f->lines = NULL;
+}
+
+/* A function kept: counted in the reader's stats and in the budgets it shares. */
+static void count(struct perfmap_jitdump *j, uint32_t name_len)
+{
+	unsigned int i;
+
+	j->st.funcs++;
+	j->st.name_bytes += name_len;
+	for (i = 0; i < 2; i++)
+		if (j->shared[i]) {
+			j->shared[i]->funcs++;
+			j->shared[i]->name_bytes += name_len;
+		}
+}
+
+static void uncount(struct perfmap_jitdump *j, uint32_t name_len)
+{
+	unsigned int i;
+
+	j->st.funcs--;
+	j->st.name_bytes -= name_len;
+	for (i = 0; i < 2; i++)
+		if (j->shared[i]) {
+			j->shared[i]->funcs--;
+			j->shared[i]->name_bytes -= name_len;
+		}
+}
+
+/* Would one more function, of @name_len bytes, pass a bound of the reader's or of a shared budget? */
+static bool over(const struct perfmap_jitdump *j, size_t name_len)
+{
+	const struct perfmap_jitdump_budget *b;
+	unsigned int i;
+
+	if (j->st.funcs >= j->max_funcs || j->st.name_bytes + name_len > j->max_name_bytes)
+		return true;
+	for (i = 0; i < 2; i++) {
+		b = j->shared[i];
+		if (b && (b->funcs >= b->max_funcs || b->name_bytes + name_len > b->max_name_bytes))
+			return true;
+	}
+	return false;
+}
+
+void perfmap__jitdump_share(struct perfmap_jitdump *j, struct perfmap_jitdump_budget *a,
+			    struct perfmap_jitdump_budget *b)
+{
+	j->shared[0] = a;
+	j->shared[1] = b;
+}
+
+static void log_collect(struct perfmap_jitdump *j, const struct jd_func *f)
+{
+	if (!f)
+		return;
+	log_collect(j, f->l);
+	j->log[j->log_len++] = (struct jd_logent){ f->seq, f->start, f->pid };
+	log_collect(j, f->r);
+}
+
+static int logent_cmp(const void *a, const void *b)
+{
+	const struct jd_logent *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Note @f's load. Past twice the live functions, the log is made again
+ * from the tree (what was replaced since drops out): its memory stays
+ * within a few times the functions'. Without memory, no log: appends then
+ * walk the tree (write_since() falls back).
+ */
+static void log_add(struct perfmap_jitdump *j, const struct jd_func *f)
+{
+	struct jd_logent *n;
+	size_t cap;
+
+	if (j->log_len == j->log_cap && j->log_len > 2 * j->st.funcs + 1024) {
+		j->log_len = 0;
+		log_collect(j, j->root);
+		qsort(j->log, j->log_len, sizeof(*j->log), logent_cmp);
+		/* @f is in the tree already: collected. */
+		return;
+	}
+	if (j->log_len == j->log_cap) {
+		cap = j->log_cap ? j->log_cap * 2 : 1024;
+		n = realloc(j->log, cap * sizeof(*n));
+		if (!n) {
+			free(j->log);
+			j->log = NULL;
+			j->log_len = j->log_cap = 0;
+			j->log_broken = true;
+			return;
+		}
+		j->log = n;
+		j->log_cap = cap;
+	}
+	if (!j->log_broken)
+		j->log[j->log_len++] = (struct jd_logent){ f->seq, f->start, f->pid };
+}
+
 static void forget(struct perfmap_jitdump *j, struct jd_func *f)
 {
-	j->st.funcs--;
-	j->st.name_bytes -= f->name_len;
+	uncount(j, f->name_len);
+	drop_lines(j, f);
 	free(f);
 }
 
@@ -246,8 +423,8 @@ static void insert(struct perfmap_jitdump *j, struct jd_func *f)
 	f->prio = next_prio(j);
 	f->seq = ++j->seq;
 	j->root = merge(merge(l, f), r);
-	j->st.funcs++;
-	j->st.name_bytes += f->name_len;
+	count(j, f->name_len);
+	log_add(j, f);
 }
 
 /* Take the function at exactly (@pid, @start) out of the tree: it or NULL. */
@@ -261,8 +438,7 @@ static struct jd_func *take(struct perfmap_jitdump *j, uint32_t pid, uint64_t st
 	if (!f)
 		return NULL;
 	*pp = merge(f->l, f->r);
-	j->st.funcs--;
-	j->st.name_bytes -= f->name_len;
+	uncount(j, f->name_len);
 	return f;
 }
 
@@ -343,18 +519,21 @@ static struct jd_func *func_new(struct perfmap_jitdump *j, uint32_t pid, uint64_
 		name_len--;
 	}
 	name_len = perfmap__name_cut(name, name_len, PERFMAP_NAME_MAX);
-	if (j->st.funcs >= j->max_funcs || j->st.name_bytes + name_len > j->max_name_bytes) {
+	if (over(j, name_len)) {
 		errno = E2BIG;
 		return NULL;
 	}
-	f = malloc(sizeof(*f) + name_len);
+	f = malloc(sizeof(*f) + name_len + 1);
 	if (!f)
 		return NULL;
 	f->pid = pid;
 	f->start = start;
 	f->size = size;
+	f->lines = NULL;
 	f->name_len = (uint32_t)name_len;
-	memcpy(f->name, name, name_len);
+	/* As the map's line has it: a lookup gives the very name a map of this dump does. */
+	perfmap__sanitize_name(f->name, name, name_len);
+	f->name[name_len] = '\0';
 	return f;
 }
 
@@ -367,6 +546,126 @@ static int range_check(struct perfmap_jitdump *j, uint32_t pid, uint64_t start, 
 	if (size && !perfmap__range_ok(start, size))
 		return stop(j, PERFMAP_JITDUMP_BAD_RANGE);
 	return 0;
+}
+
+/*
+ * The pending debug record's entries in @f's range, walked within the
+ * record read whole (each name's NUL was found there before): counted into
+ * *@kept and *@pool (the bytes of the file names, consecutive repeats
+ * once), and written into @t when given (its @n and pool laid out from a
+ * first walk). "\xff" names the previous entry's file, as perf writes it.
+ */
+static void walk_lines(const struct perfmap_jitdump *j, const struct jd_func *f,
+		       struct jd_lines *t, size_t *kept, size_t *pool)
+{
+	const unsigned char *b = j->debug;
+	const char *file, *prev = "", *last = NULL;
+	size_t off = JD_DEBUG_SIZE, len, prev_len = 0, last_len = 0, at = 0;
+	char *pp = t ? (char *)(t->e + t->n) : NULL;
+	uint64_t nr = get64(j, b + 24), i, addr;
+	uint32_t line;
+
+	*kept = *pool = 0;
+	for (i = 0; i < nr && off + JD_DEBUG_ENTRY_SIZE < j->debug_len; i++) {
+		addr = get64(j, b + off);
+		line = get32(j, b + off + 8);
+		off += JD_DEBUG_ENTRY_SIZE;
+		file = (const char *)b + off;
+		len = strnlen(file, j->debug_len - off);
+		off += len + 1;
+		if (len == 1 && (unsigned char)file[0] == 0xff) {
+			file = prev;
+			len = prev_len;
+		} else {
+			len = len > PERFMAP_JITDUMP_FILE_MAX ? PERFMAP_JITDUMP_FILE_MAX : len;
+			prev = file;
+			prev_len = len;
+		}
+		/* Another function's code, or none: no sample of this one lands there. */
+		if (addr < f->start || addr - f->start >= f->size)
+			continue;
+		if (!last || len != last_len || memcmp(file, last, len)) {
+			if (pp) {
+				memcpy(pp + *pool, file, len);
+				pp[*pool + len] = '\0';
+			}
+			at = *pool;
+			*pool += len + 1;
+			last = file;
+			last_len = len;
+		}
+		if (t)
+			t->e[*kept] = (struct jd_line){ .off = (uint32_t)(addr - f->start),
+							.line = line, .file = (uint32_t)at };
+		(*kept)++;
+	}
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct jd_line *x = a, *y = b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->file < y->file ? -1 : x->file > y->file;
+}
+
+/*
+ * The pending debug record's table onto @f (in place of one it had), if
+ * the bound for all tables has room: else counted in lines_over. 0 (kept,
+ * or over the bound), -ENOENT when no entry lies in @f's code, or -ENOMEM.
+ */
+static int attach_lines(struct perfmap_jitdump *j, struct jd_func *f)
+{
+	size_t kept, pool, i;
+	struct jd_lines *t;
+	uint64_t bytes;
+
+	walk_lines(j, f, NULL, &kept, &pool);
+	if (!kept)
+		return -ENOENT;
+	drop_lines(j, f);
+	bytes = sizeof(*t) + (uint64_t)kept * sizeof(t->e[0]) + pool;
+	if (j->st.lines_bytes + bytes > j->max_lines_bytes) {
+		j->st.lines_over++;
+		return 0;
+	}
+	t = malloc(bytes);
+	if (!t)
+		return -ENOMEM;
+	t->bytes = bytes;
+	t->n = (uint32_t)kept;
+	walk_lines(j, f, t, &kept, &pool);
+	for (i = 1; i < t->n; i++) {
+		if (t->e[i - 1].off > t->e[i].off) {
+			qsort(t->e, t->n, sizeof(t->e[0]), line_cmp);
+			break;
+		}
+	}
+	f->lines = t;
+	j->st.lines_tables++;
+	j->st.lines_bytes += bytes;
+	return 0;
+}
+
+/* The pending table waits no more: counted when no function got it. */
+static void drop_pending(struct perfmap_jitdump *j)
+{
+	if (j->debug_pending && !j->debug_attached)
+		j->st.lines_unattached++;
+	j->debug_pending = false;
+}
+
+/* The live function at exactly (@pid, @start), or NULL. */
+static struct jd_func *find(const struct perfmap_jitdump *j, uint32_t pid, uint64_t start)
+{
+	struct jd_func *f = j->root;
+
+	while (f && (f->pid != pid || f->start != start))
+		f = key_less(pid, start, f->pid, f->start) ? f->l : f->r;
+	return f;
 }
 
 static int add_func(struct perfmap_jitdump *j, struct jd_func *f)
@@ -386,8 +685,10 @@ static int read_load(struct perfmap_jitdump *j, int fd, uint32_t total)
 {
 	unsigned char fix[JD_LOAD_SIZE - JD_PREFIX_SIZE];
 	uint64_t start, size, area;
+	struct jd_func *f;
 	size_t want, len;
 	uint32_t pid;
+	bool lines;
 	int err;
 
 	if (total < JD_LOAD_SIZE + 1)
@@ -412,12 +713,32 @@ static int read_load(struct perfmap_jitdump *j, int fd, uint32_t total)
 	if (len == want)
 		return stop(j, want < area ? PERFMAP_JITDUMP_NAME_TOO_LONG
 					   : PERFMAP_JITDUMP_NAME_UNTERMINATED);
+	/* The pending line table is this load's, or no load's: a later one is another function. */
+	lines = j->debug_pending && j->debug_addr == start;
+	if (!size || !lines)
+		drop_pending(j);
 	j->st.loads++;
 	if (!size) {
 		j->st.empty++;
 		return 0;
 	}
-	return add_func(j, func_new(j, pid, start, size, j->name, len));
+	f = func_new(j, pid, start, size, j->name, len);
+	if (f && lines) {
+		err = attach_lines(j, f);
+		if (err == -ENOMEM) {
+			free(f);
+			return err;
+		}
+		j->debug_attached |= !err;
+		drop_pending(j);
+	}
+	err = add_func(j, f);
+	if (!err) {
+		j->last_load = true;
+		j->last_pid = pid;
+		j->last_start = start;
+	}
+	return err;
 }
 
 /* JIT_CODE_MOVE: the function at the old address now lies at the new one, and only there. */
@@ -442,6 +763,8 @@ static int read_move(struct perfmap_jitdump *j, int fd, uint32_t total)
 	if (err)
 		return err;
 	j->st.moves++;
+	/* A debug record after it names no function loaded "just before" any more. */
+	j->last_load = false;
 	f = take(j, pid, old);
 	if (!f) {
 		j->st.moves_unmatched++;
@@ -450,6 +773,7 @@ static int read_move(struct perfmap_jitdump *j, int fd, uint32_t total)
 	/* Its old range is no longer its: a map that named it there is rewritten. */
 	j->st.removed++;
 	if (!size) {
+		drop_lines(j, f);
 		free(f);
 		return 0;
 	}
@@ -461,10 +785,13 @@ static int read_move(struct perfmap_jitdump *j, int fd, uint32_t total)
 /*
  * JIT_CODE_DEBUG_INFO: nr_entry entries of {addr, line, discrim, file name}
  * (the name "\xff" for the previous entry's), read whole and walked within
- * the record. Validated and counted; the line tables are not kept here.
+ * the record. Validated and counted; when line tables are kept, the record
+ * stays pending for the load of its code_addr, which comes next in perf's
+ * order (perfmap__jitdump_keep_lines()).
  */
 static int read_debug(struct perfmap_jitdump *j, int fd, uint32_t total)
 {
+	struct jd_func *f;
 	uint64_t nr, i;
 	size_t off, left, n;
 	unsigned char *b;
@@ -472,6 +799,8 @@ static int read_debug(struct perfmap_jitdump *j, int fd, uint32_t total)
 
 	if (total < JD_DEBUG_SIZE)
 		return stop(j, PERFMAP_JITDUMP_RECORD_TOO_SMALL);
+	/* A table still pending is no load's: and its buffer is about to be read over. */
+	drop_pending(j);
 	if (total > PERFMAP_JITDUMP_DEBUG_MAX) {
 		j->st.debug_unread++;
 		return 0;
@@ -505,6 +834,21 @@ static int read_debug(struct perfmap_jitdump *j, int fd, uint32_t total)
 	}
 	j->st.debug_info++;
 	j->st.debug_entries += nr;
+	if (!j->max_lines_bytes || !nr)
+		return 0;
+	j->debug_len = total;
+	j->debug_addr = get64(j, b + 16);
+	j->debug_attached = false;
+	/* Written after its load, as some producers do: the function loaded just before. */
+	f = j->last_load && j->last_start == j->debug_addr ? find(j, j->last_pid, j->debug_addr)
+							    : NULL;
+	if (f) {
+		err = attach_lines(j, f);
+		if (err == -ENOMEM)
+			return err;
+		j->debug_attached = !err;
+	}
+	j->debug_pending = true;
 	return 0;
 }
 
@@ -617,6 +961,29 @@ static void write_tree(struct write_ctx *c, const struct jd_func *f)
 	write_tree(c, f->r);
 }
 
+/* The functions loaded or moved after @c->after_seq, in that order: each found in the tree, live still. */
+static void write_log(struct write_ctx *c, const struct perfmap_jitdump *j)
+{
+	size_t lo = 0, hi = j->log_len, mid;
+	const struct jd_func *f;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (j->log[mid].seq <= c->after_seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < j->log_len && !c->err; lo++) {
+		if (c->pid && j->log[lo].pid != c->pid)
+			continue;
+		f = find(j, j->log[lo].pid, j->log[lo].start);
+		/* Replaced or moved since: its later load is further on, or it is gone. */
+		if (f && f->seq == j->log[lo].seq)
+			write_func(c, f);
+	}
+}
+
 long perfmap__jitdump_write_map(const struct perfmap_jitdump *j, int fd, uint32_t pid)
 {
 	return perfmap__jitdump_write_since(j, fd, pid, 0);
@@ -636,12 +1003,57 @@ long perfmap__jitdump_write_since(const struct perfmap_jitdump *j, int fd, uint3
 	c->off = 0;
 	c->lines = 0;
 	c->err = 0;
-	write_tree(c, j->root);
+	if (after_seq && !j->log_broken)
+		write_log(c, j);
+	else
+		write_tree(c, j->root);
 	if (!c->err && c->off)
 		c->err = perfmap__write_all(fd, c->buf, c->off);
 	lines = c->err ? c->err : c->lines;
 	free(c);
 	return lines;
+}
+
+int perfmap__jitdump_lookup(const struct perfmap_jitdump *j, uint32_t pid, uint64_t addr,
+			    struct perfmap_jitdump_sym *out)
+{
+	const struct jd_func *t = j->root, *f = NULL;
+	const struct jd_lines *l;
+	size_t lo, hi, mid;
+	uint64_t off;
+
+	/* The last function at or before (@pid, @addr): one descent, the tree's height. */
+	while (t) {
+		if (key_less(pid, addr, t->pid, t->start)) {
+			t = t->l;
+		} else {
+			f = t;
+			t = t->r;
+		}
+	}
+	if (!f || f->pid != pid || addr - f->start >= f->size)
+		return -ENOENT;
+	*out = (struct perfmap_jitdump_sym){ .name = f->name, .name_len = f->name_len,
+					     .start = f->start, .size = f->size };
+	l = f->lines;
+	if (!l)
+		return 0;
+	/* The last entry at or below the address: its line holds until the next entry's. */
+	off = addr - f->start;
+	lo = 0;
+	hi = l->n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (l->e[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && ((const char *)(l->e + l->n))[l->e[lo - 1].file]) {
+		out->file = (const char *)(l->e + l->n) + l->e[lo - 1].file;
+		out->line = l->e[lo - 1].line;
+	}
+	return 0;
 }
 
 uint32_t perfmap__jitdump_next_pid(const struct perfmap_jitdump *j, uint32_t after)

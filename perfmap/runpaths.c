@@ -77,3 +77,14 @@ int perfmap__hold_path(const char *run_dir, const char *map_dir, char *path, siz
 	memcpy(path + n - 5, ".hold", 5);
 	return 0;
 }
+
+int perfmap__archived_dump_name(const char *map_name, char *buf, size_t len)
+{
+	size_t n = strlen(map_name);
+
+	if (n < 10 || strncmp(map_name, "perf-", 5) || strcmp(map_name + n - 4, ".map"))
+		return -EINVAL;
+	if ((size_t)snprintf(buf, len, "jit-%.*s.dump", (int)(n - 9), map_name + 5) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

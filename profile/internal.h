@@ -29,6 +29,7 @@ struct psnap_vma {
 };
 
 struct jitmap;
+struct jdump;
 
 struct psnap {
 	struct psnap *next;        /* in its hash chain */
@@ -43,6 +44,13 @@ struct psnap {
 	size_t n;
 	struct jitmap *jit;        /* its perf map, loaded at the first lookup in anonymous code */
 	bool jit_tried;
+	/*
+	 * The jitdumps it maps, shared with every process mapping them: [0]
+	 * its own (jit-<its pid>.dump), [1] another (its parent's, mapped
+	 * before the fork); read on at each read of its mappings.
+	 */
+	struct jdump *dump[2];
+	pid_t ns_pid;              /* its pid in its own pid namespace: what its dump's records carry */
 	char *exe, *cgroup;        /* read with @v */
 	uid_t uid;                 /* its effective uid, read with @v: who may own its perf map */
 	bool uid_known;
@@ -131,6 +139,45 @@ PROF_HIDDEN const char *perfmap_prof__jitmap_path(const struct jitmap *j);
 /* The bytes of map it read. */
 PROF_HIDDEN uint64_t perfmap_prof__jitmap_bytes(const struct jitmap *j);
 PROF_HIDDEN void perfmap_prof__jitmap_free(struct jitmap *j);
+
+/* ---- jitdumps the sampled processes map (jdump.c) ---- */
+
+/* The dumps read, each once for all the processes that map it. */
+struct jdumps {
+	struct jdump *head;
+	unsigned int fds;          /* dumps whose fd is kept open */
+};
+
+/* N of a path whose last component is jit-N.dump (a marker's), else 0. */
+PROF_HIDDEN pid_t perfmap_prof__jdump_marker_pid(const char *path);
+/*
+ * The dump the marker @v of (@pid, @start_ticks) maps, for its uid @uid: the
+ * one read already for another process of @uid mapping that file (a
+ * reference more), else opened in the process's root (regular, no link,
+ * owned by @uid, inode @v->ino). NULL with errno.
+ */
+PROF_HIDDEN struct jdump *perfmap_prof__jdump_get(struct jdumps *t, pid_t pid,
+						  uint64_t start_ticks, uid_t uid,
+						  const struct psnap_vma *v);
+/* Is @d the file the mapping @v maps? */
+PROF_HIDDEN bool perfmap_prof__jdump_is(const struct jdump *d, const struct psnap_vma *v);
+/*
+ * Read what was appended since the last read (bounded), while *@held, the
+ * bytes of names held in all, is under @max; *@held follows what @d holds.
+ * Its fd when kept, else reopened through (@pid, @start_ticks)'s root (@pid
+ * 0: not).
+ */
+PROF_HIDDEN void perfmap_prof__jdump_update(struct jdump *d, pid_t pid, uint64_t start_ticks,
+					    uint64_t *held, uint64_t max);
+/* perfmap__jitdump_lookup() in @d. */
+PROF_HIDDEN int perfmap_prof__jdump_lookup(const struct jdump *d, uint32_t pid, uint64_t addr,
+					   struct perfmap_jitdump_sym *out);
+/* The N of its jit-N.dump: the pid its producer's records carry. */
+PROF_HIDDEN uint32_t perfmap_prof__jdump_name_pid(const struct jdump *d);
+/* The marker's path, as the process sees it. */
+PROF_HIDDEN const char *perfmap_prof__jdump_path(const struct jdump *d);
+/* A reference dropped (NULL: none): the bytes it held when that freed it, else 0. */
+PROF_HIDDEN uint64_t perfmap_prof__jdump_put(struct jdump *d);
 
 /* ---- which runtime code is an interpreter or a collector (states.c) ---- */
 

@@ -190,6 +190,18 @@ static void read_creds(struct psnap *s)
 		s->uid = uids[1];
 		s->uid_known = true;
 	}
+	/* Its pid in the innermost pid namespace, NSpid's last; none before Linux 4.1: the host's. */
+	s->ns_pid = s->pid;
+	p = strstr(buf, "\nNSpid:");
+	nl = p ? strchr(p + 1, '\n') : NULL;
+	if (nl) {
+		while (nl > p && (nl[-1] == ' ' || nl[-1] == '\t'))
+			nl--;
+		while (nl > p && nl[-1] >= '0' && nl[-1] <= '9')
+			nl--;
+		if (*nl >= '1' && *nl <= '9')
+			s->ns_pid = (pid_t)strtol(nl, NULL, 10);
+	}
 	s->creds_known = false;
 	p = strstr(buf, "\nGid:");
 	if (n != 4 || !p || parse_ids(p + 5, gids, 4) != 4)
@@ -366,9 +378,19 @@ const struct psnap_vma *perfmap_prof__psnap_find_vma(const struct psnap *s, uint
 	return NULL;
 }
 
+/* Its references to dumps: the bytes of those it was the last to hold. */
+static uint64_t dumps_put(struct psnap *s)
+{
+	uint64_t bytes = perfmap_prof__jdump_put(s->dump[0]) + perfmap_prof__jdump_put(s->dump[1]);
+
+	s->dump[0] = s->dump[1] = NULL;
+	return bytes;
+}
+
 static void psnap_free(struct psnap *s)
 {
 	vmas_clear(s);
+	dumps_put(s);
 	perfmap_prof__jitmap_free(s->jit);
 	free(s->exe);
 	free(s->cgroup);
@@ -400,6 +422,7 @@ int perfmap_prof__psnaps_forget(struct psnaps *t, pid_t pid, uint64_t start_tick
 		}
 		*pp = s->next;
 		*bytes += s->jit ? perfmap_prof__jitmap_bytes(s->jit) : 0;
+		*bytes += dumps_put(s);
 		perfmap_prof__psnap_set_parent(s, NULL);
 		psnap_free(s);
 		t->count--;

@@ -218,6 +218,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		t->every_ns = REREAD_FIRST_NS;
 		break;
 	case PROFILE_EV_EXIT:
+		/* What its jitdump says last (read from the fd kept): no agent needed for it. */
+		perfmap_prof__symbolizer_exited(p->sym, t->pid, ticks);
 		/* Its map, read now while perfmapd keeps it at its path, stays until the report. */
 		if (p->keep_maps)
 			perfmap_prof__symbolizer_keep_map(p->sym, t->pid, ticks);

@@ -3,7 +3,9 @@
  * source line and state. The kernel's addresses go to kallsyms; a user
  * address to the mapping that held it when the process was read (its
  * own, or its parent's for a forked child gone before it could be read),
- * then to the perf map for anonymous code, or to the file's ELF symbols.
+ * then for anonymous code to the perf map, and to the jitdump the process
+ * maps where the map names nothing (or is not there), or to the file's ELF
+ * symbols.
  */
 #include <errno.h>
 #include <limits.h>
@@ -84,6 +86,52 @@ static void forked(struct perfmap_symbolizer *s, struct psnap *ps, pid_t ppid)
 	perfmap_prof__psnap_set_parent(ps, parent);
 }
 
+/*
+ * The jitdumps @ps maps now (their markers), its own and one other (its
+ * parent's, inherited at a fork), each shared with the processes of its
+ * uid that map it, read on from where they were: while the process runs,
+ * so that a dump is read inside its root, and so that its last records
+ * are read at its exit.
+ */
+static void read_dumps(struct perfmap_symbolizer *s, struct psnap *ps)
+{
+	const struct psnap_vma *v;
+	pid_t named;
+	int k;
+
+	for (size_t i = 0; i < ps->n; i++) {
+		v = &ps->v[i];
+		if (v->kind != PERFMAP_VMA_FILE || !v->path)
+			continue;
+		named = perfmap_prof__jdump_marker_pid(v->path);
+		if (!named)
+			continue;
+		k = named == ps->ns_pid ? 0 : 1;
+		if (ps->dump[k] && !perfmap_prof__jdump_is(ps->dump[k], v))
+			continue;   /* one of each: a second dump of its own is a runtime's oddity */
+		if (!ps->dump[k]) {
+			if (!ps->uid_known)
+				continue;
+			ps->dump[k] = perfmap_prof__jdump_get(&s->jdumps, ps->pid, ps->start_ticks,
+							      ps->uid, v);
+			if (!ps->dump[k])
+				continue;
+		}
+		perfmap_prof__jdump_update(ps->dump[k], ps->pid, ps->start_ticks, &s->map_bytes,
+					   MAPS_MAX_BYTES);
+	}
+}
+
+/* Read @ps's mappings now, and the jitdumps they show. */
+static int read_process(struct perfmap_symbolizer *s, struct psnap *ps)
+{
+	int err = perfmap_prof__psnap_read(ps);
+
+	if (!err)
+		read_dumps(s, ps);
+	return err;
+}
+
 int perfmap_prof__symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				  uint32_t image, pid_t ppid)
 {
@@ -93,7 +141,17 @@ int perfmap_prof__symbolizer_read(struct perfmap_symbolizer *s, pid_t pid, uint6
 		return -ENOMEM;
 	if (ppid)
 		forked(s, ps, ppid);
-	return perfmap_prof__psnap_read(ps);
+	return read_process(s, ps);
+}
+
+void perfmap_prof__symbolizer_exited(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks)
+{
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, PSNAP_LATEST);
+
+	/* Gone: only the fds kept are read, no root to reopen through. */
+	for (int k = 0; ps && k < 2; k++)
+		if (ps->dump[k])
+			perfmap_prof__jdump_update(ps->dump[k], 0, 0, &s->map_bytes, MAPS_MAX_BYTES);
 }
 
 int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
@@ -205,9 +263,42 @@ static void load_jit(struct perfmap_symbolizer *s, struct psnap *ps, const struc
 		s->map_bytes += perfmap_prof__jitmap_bytes(ps->jit);
 }
 
+/*
+ * @addr in the jitdumps @maps maps, for @ps (itself, or a forked child
+ * never read that runs its parent's code): the records of @ps's own pid
+ * first (a forked child writes into its parent's dump under its own), then
+ * those of the dump's producer. The dump, or NULL.
+ */
+static const struct jdump *dump_lookup(const struct psnap *ps, const struct psnap *maps,
+				       uint64_t addr, struct perfmap_jitdump_sym *sym)
+{
+	uint32_t self, producer;
+	const struct jdump *d;
+
+	/* A child never read is known by its host pid: its records carry it when its parent's do theirs. */
+	if (ps->read)
+		self = (uint32_t)ps->ns_pid;
+	else
+		self = maps->ns_pid == maps->pid ? (uint32_t)ps->pid : 0;
+	for (int k = 0; k < 2; k++) {
+		d = maps->dump[k];
+		if (!d)
+			continue;
+		producer = perfmap_prof__jdump_name_pid(d);
+		if (self && !perfmap_prof__jdump_lookup(d, self, addr, sym))
+			return d;
+		if (producer != self && !perfmap_prof__jdump_lookup(d, producer, addr, sym))
+			return d;
+	}
+	return NULL;
+}
+
 static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const struct psnap *maps,
 		       const struct psnap_vma *v, uint64_t addr, struct perfmap_symbol *out)
 {
+	struct perfmap_jitdump_sym sym;
+	const struct jdump *dump;
+
 	if (!ps->jit_tried)
 		load_jit(s, ps, maps);
 	/* Interned: the mapping's own string goes with the next read of the process. */
@@ -216,13 +307,40 @@ static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const str
 		out->module = "[anon]";
 	out->offset = addr - v->lo;
 	out->name = ps->jit ? perfmap_prof__jitmap_lookup(ps->jit, addr, &out->offset) : NULL;
-	if (!out->name) {
+	dump = dump_lookup(ps, maps, addr, &sym);
+	if (out->name) {
+		/* The map wins; its entry's lines are the dump's where both name the same function. */
+		out->module = perfmap_prof__jitmap_path(ps->jit);
+		out->state = PERFMAP_STATE_JIT;
+		if (dump && sym.file && !strcmp(sym.name, out->name)) {
+			out->file = intern(s, sym.file);
+			out->line = out->file ? (int)sym.line : 0;
+		} else {
+			out->file = jit_file(s, out->name, &out->line);
+		}
+		return 0;
+	}
+	if (!dump) {
 		out->state = PERFMAP_STATE_UNNAMED;
 		return -ENOENT;
 	}
-	out->module = perfmap_prof__jitmap_path(ps->jit);
+	/* No map names it (none at all without perfmapd, or one not covering it): the dump does. */
+	out->name = intern(s, sym.name);
+	if (!out->name) {
+		out->state = PERFMAP_STATE_UNNAMED;
+		return -ENOMEM;
+	}
+	out->module = intern(s, perfmap_prof__jdump_path(dump));
+	if (!out->module)
+		out->module = "[jitdump]";
+	out->offset = addr - sym.start;
 	out->state = PERFMAP_STATE_JIT;
-	out->file = jit_file(s, out->name, &out->line);
+	if (sym.file) {
+		out->file = intern(s, sym.file);
+		out->line = out->file ? (int)sym.line : 0;
+	} else {
+		out->file = jit_file(s, out->name, &out->line);
+	}
 	return 0;
 }
 
@@ -281,7 +399,7 @@ int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uin
 		ps = perfmap_prof__psnaps_get(&s->procs, pid, start_ticks, image);
 		if (!ps)
 			return -ENOMEM;
-		perfmap_prof__psnap_read(ps);
+		read_process(s, ps);
 	}
 	maps = mappings_of(s, ps);
 	v = maps ? perfmap_prof__psnap_find_vma(maps, addr) : NULL;

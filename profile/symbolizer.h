@@ -16,7 +16,8 @@ struct perfmap_symbolizer {
 	struct states *states;
 	char jitfile[PATH_MAX];    /* the last JIT name's file, before it is interned */
 	struct perfmap_strtab strings;  /* interned: what the names it gives point at */
-	uint64_t map_bytes;        /* of the perf maps it holds */
+	uint64_t map_bytes;        /* of the perf maps it holds, and of the jitdumps' names */
+	struct jdumps jdumps;      /* the jitdumps sampled processes map, each read once */
 	char *dump;                /* perfmap_profile_dumpstack()'s text */
 	size_t dump_cap;
 };
@@ -35,6 +36,12 @@ PROF_HIDDEN int perfmap_prof__symbolizer_read(struct perfmap_symbolizer *s, pid_
  */
 PROF_HIDDEN int perfmap_prof__symbolizer_keep_map(struct perfmap_symbolizer *s, pid_t pid,
 						  uint64_t start_ticks);
+/*
+ * (@pid, @start_ticks) exits: what its jitdumps hold last is read now, from
+ * the fds kept (perfmapd need not be there to name that code).
+ */
+PROF_HIDDEN void perfmap_prof__symbolizer_exited(struct perfmap_symbolizer *s, pid_t pid,
+						 uint64_t start_ticks);
 /* A fork seen, its child not read (-a: its parent's mappings name it until it is sampled). */
 PROF_HIDDEN int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid,
 						uint64_t start_ticks, pid_t ppid);

@@ -237,6 +237,7 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	@$(MAKE) --no-print-directory bench-execmap
 	@$(MAKE) --no-print-directory bench-parts
 	@$(MAKE) --no-print-directory bench-profile
+	@$(MAKE) --no-print-directory bench-jitdump
 
 # perfmapctl profile beside perf and bpftrace: overhead at 100 Hz, JIT samples named,
 # memory for 10,000 stacks (root); docs/performance.md.
@@ -268,6 +269,16 @@ bench-mirror: all $(MIRROR_BENCH_BINS)
 # without and with PERF_RECORD_MMAP2, side by side in every round.
 bench-execmap: all $(LOADGEN)
 	bash tests/bench/execmap_bench.sh $(O)
+
+# Jitdumps (issue 22): perfmapctl jitdump against perf inject -j on one dump, the
+# agent's CPU and lag while it tails a growing dump, and the host's cost with a
+# producer running; root and perf; docs/performance.md.
+$(O)/bench/jitdump_gen: tests/bench/jitdump_gen.c tests/unit/jdbuild.h tests/agent/jitloop.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -O2 -o $@ $<
+
+bench-jitdump: all $(LOADGEN) $(O)/bench/jitdump_gen
+	bash tests/bench/jitdump_bench.sh $(O)
 
 # The agent's integration tests: real BPF, perf and runtimes; root.
 # Each suite's scenarios, all when empty: AGENT_TESTS="fork_perf fork_storm" picks some.
@@ -304,8 +315,9 @@ jitdump-test: all $(O)/tests/jitprod $(O)/tests/jitprod-static
 	@bash tests/jitdump/run.sh $(O) $(JITDUMP_TESTS)
 
 # perfmapctl doctor on live processes: the test JIT's kinds of regions, containers,
-# another uid, CPython and Node where present (DOCTOR_TESTS="kinds node" picks some); root.
-doctor-test: all $(O)/tests/jitdoc
+# another uid, CPython and Node where present, a jitdump producer with and without the
+# agent (DOCTOR_TESTS="kinds node" picks some); root.
+doctor-test: all $(O)/tests/jitdoc $(O)/tests/jitprod
 	@bash tests/doctor/run.sh $(O) $(DOCTOR_TESTS)
 
 # The adversarial suite: uid 65534 against the running agent; root.
@@ -323,7 +335,7 @@ $(O)/tests/splitjit: tests/profile/splitjit.c tests/agent/jitloop.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
 
-profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS)
+profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS) $(O)/tests/jitprod
 	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
 
 # The library's paths again, under ASan+UBSan (build/asan-agent's perfmapctl); a report fails them.
@@ -364,7 +376,7 @@ faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 
 .PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test
 .PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test jitdump-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
-	bench-parts bench-mirror bench-execmap bench-profile
+	bench-parts bench-mirror bench-execmap bench-profile bench-jitdump
 
 # The retention list's tick and the archive's store and usage with many
 # entries (issue 9, M3 and M1): numbers, not pass/fail; docs/security.md 2, 6.

@@ -15,6 +15,13 @@
  * has a quarter of the queue at most: one user's maps, however many, leave
  * room for everyone else's. The quota's index is in memory (archive_quota.c):
  * no store and no status request lists the archive.
+ *
+ * An exited process's jitdump, when its runtime wrote it in the map
+ * directory (CPython's /tmp/jit-<pid>.dump), would stay there forever: it
+ * goes with its map, moved aside under the same checks (the owner's, one
+ * link, no writer), journaled as a map is, in the same job, and stored beside
+ * the map's archived name as it is (binary: nothing to compact). The quota
+ * counts it with its map and deletes both together.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,11 +46,26 @@
 
 #define STAGE_TRIES 4
 
+/* A jitdump staged with its map: apart, so that a job without one stays small. */
+struct job_dump {
+	struct staged_rec rec;
+	char map_name[128];           /* the name the map got in the archive: the dump's beside it */
+};
+
 struct archive_job {
 	struct archive_job *next;
 	struct staged_rec rec;        /* the staged map: reopened by name, checked by identity */
 	bool recovered;               /* left staged by an earlier run: maybe stored already */
+	bool map_done;                /* the map is dealt with: a retry does only the dump */
+	struct job_dump *dump;        /* its jitdump, staged with it, or NULL */
 };
+
+static void job_free(struct archive_job *job)
+{
+	if (job)
+		free(job->dump);
+	free(job);
+}
 
 /* A uid with maps in the queue: as many as the queue holds at most, in a short array. */
 struct queued_uid {
@@ -170,18 +192,20 @@ static void lost_staged(struct archive *ar, const struct staged_rec *rec, int er
 		return;
 	}
 	count(&ar->stats.failed);
-	pr_warn("archive %s/%s: %s; its map is not archived", ar->cfg.map_dir, rec->staged,
-		err == -ENOENT ? "removed by its owner after the move" : strerror(-err));
+	pr_warn("archive %s/%s: %s; its %s is not archived", ar->cfg.map_dir, rec->staged,
+		err == -ENOENT ? "removed by its owner after the move" : strerror(-err),
+		archive_file__is_dump(rec->name) ? "jitdump" : "map");
 }
 
 /* Bring the archive within its bounds, by the index: no listing. */
 static void enforce(struct archive *ar)
 {
-	uint64_t n = archive_quota__enforce(ar->quota, ar->dir_fd, ar->cfg.dir,
+	uint64_t dumps, n = archive_quota__enforce(ar->quota, ar->dir_fd, ar->cfg.dir,
 				    __atomic_load_n(&ar->cfg.max_bytes, __ATOMIC_RELAXED),
-				    ar->cfg.max_files_per_uid);
+				    ar->cfg.max_files_per_uid, &dumps);
 
 	__atomic_fetch_add(&ar->stats.evicted, n, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ar->stats.jitdumps_evicted, dumps, __ATOMIC_RELAXED);
 }
 
 /*
@@ -207,31 +231,36 @@ static void drop_stored(struct archive *ar, const struct staged_rec *rec)
  */
 static bool stored_before(struct archive *ar, const struct staged_rec *rec)
 {
+	bool dump = archive_file__is_dump(rec->name);
 	char found[128];
 
 	if (archive_file__find(ar->dir_fd, rec->name, rec->staged, found, sizeof(found)))
 		return false;
 	drop_stored(ar, rec);
-	count(&ar->stats.archived);
-	pr_info("archive: %s/%s was archived as %s/%s before a restart; the staged map removed, not archived twice",
-		ar->cfg.map_dir, rec->staged, ar->cfg.dir, found);
+	count(dump ? &ar->stats.jitdumps_stored : &ar->stats.archived);
+	pr_info("archive: %s/%s was archived as %s/%s before a restart; the staged %s removed, not archived twice",
+		ar->cfg.map_dir, rec->staged, ar->cfg.dir, found, dump ? "jitdump" : "map");
 	return true;
 }
 
-/* Write the staged map @job names into the archive, then drop it and its record. */
-static int store(struct archive *ar, const struct archive_job *job)
+/*
+ * Write the staged file @rec names (a map, or a jitdump: its record's name
+ * says) into the archive as @name, then drop it and its record. -EALREADY:
+ * an earlier run had stored it.
+ */
+static int store_file(struct archive *ar, const struct staged_rec *rec, const char *name,
+		      bool recovered, struct archive_file_res *res, struct stat *st)
 {
-	const struct staged_rec *rec = &job->rec;
+	bool dump = archive_file__is_dump(rec->name);
 	struct archive_file_req rq = {
-		.dir = ar->cfg.dir, .dir_fd = ar->dir_fd, .name = rec->name,
+		.dir = ar->cfg.dir, .dir_fd = ar->dir_fd, .name = name,
 		.staged = rec->staged, .uid = rec->uid, .gid = rec->gid,
-		.max_map_bytes = ar->cfg.max_map_bytes, .max_table_bytes = ar->cfg.max_table_bytes,
+		.max_map_bytes = dump ? ar->cfg.max_dump_bytes : ar->cfg.max_map_bytes,
+		.max_table_bytes = ar->cfg.max_table_bytes, .verbatim = dump,
 	};
-	struct archive_file_res res;
-	struct stat st;
 	int err;
 
-	rq.src_fd = open_staged(ar, rec, &st);
+	rq.src_fd = open_staged(ar, rec, st);
 	if (short_of_resources(rq.src_fd))
 		return put_off(ar, rec, rq.src_fd);
 	if (rq.src_fd < 0) {
@@ -239,45 +268,119 @@ static int store(struct archive *ar, const struct archive_job *job)
 		return rq.src_fd;
 	}
 	/* Still the file the agent moved aside (open_staged()): only then is it removed for its mark. */
-	if (job->recovered && stored_before(ar, rec)) {
+	if (recovered && stored_before(ar, rec)) {
 		close(rq.src_fd);
-		return 0;
+		return -EALREADY;
 	}
-	rq.src_size = (uint64_t)st.st_size;
-	err = archive_file__write(&rq, &res);
+	rq.src_size = (uint64_t)st->st_size;
+	err = archive_file__write(&rq, res);
 	close(rq.src_fd);
 	if (short_of_resources(err))
 		return put_off(ar, rec, err);
 	if (err) {
 		pr_err("archive %s/%s -> %s/%s: %s: %s; left at %s/%s for the next start",
-		       ar->cfg.map_dir, rec->staged, ar->cfg.dir, rec->name, res.why,
+		       ar->cfg.map_dir, rec->staged, ar->cfg.dir, name, res->why,
 		       strerror(-err), ar->cfg.map_dir, rec->staged);
 		count(&ar->stats.failed);
 		/* In the archive all the same (its directory not synced): on the quota's books. */
-		if (res.linked && archive_quota__add(ar->quota, res.name, res.cost, res.at, rec->uid))
+		if (res->linked && archive_quota__add(ar->quota, res->name, res->cost, res->at, rec->uid))
 			pr_warn("archive: %s/%s is not counted in the quota: out of memory; counted from the next start",
-				ar->cfg.dir, res.name);
+				ar->cfg.dir, res->name);
 		return err;
 	}
 	drop_stored(ar, rec);
-	count(&ar->stats.archived);
 	if (ar->put_off) {
 		pr_info("archive: stores work again; %llu had been put off",
 			(unsigned long long)ar->put_off);
 		ar->put_off = 0;
 	}
-	if (res.uncompacted) {
+	return 0;
+}
+
+/* The map @rec named is in the archive as @res says: counted, said, on the quota's books. */
+static void stored_map(struct archive *ar, const struct staged_rec *rec,
+		       const struct archive_file_res *res, const struct stat *st)
+{
+	count(&ar->stats.archived);
+	if (res->uncompacted) {
 		count(&ar->stats.uncompacted);
 		pr_warn("archive: %s/%s -> %s/%s (%llu bytes, %lu entries) stored uncompacted: %s",
-			ar->cfg.map_dir, rec->staged, ar->cfg.dir, res.name,
-			(unsigned long long)st.st_size, res.entries, res.uncompacted);
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, res->name,
+			(unsigned long long)st->st_size, res->entries, res->uncompacted);
 	} else {
 		pr_info("archive: %s/%s -> %s/%s (%lu entries -> %lu lines)", ar->cfg.map_dir,
-			rec->staged, ar->cfg.dir, res.name, res.entries, res.lines);
+			rec->staged, ar->cfg.dir, res->name, res->entries, res->lines);
 	}
-	if (archive_quota__add(ar->quota, res.name, res.cost, res.at, rec->uid))
+	if (archive_quota__add(ar->quota, res->name, res->cost, res->at, rec->uid))
 		pr_warn("archive: %s/%s is not counted in the quota: out of memory; counted from the next start",
-			ar->cfg.dir, res.name);
+			ar->cfg.dir, res->name);
+}
+
+/* The jitdump @rec named is in the archive, beside the archived map @map (NULL: none known). */
+static void stored_dump(struct archive *ar, const struct staged_rec *rec, const char *map,
+			const struct archive_file_res *res, const struct stat *st)
+{
+	count(&ar->stats.jitdumps_stored);
+	if (res->truncated)
+		pr_warn("archive: %s/%s -> %s/%s: a jitdump its owner grew past %llu bytes after it was moved aside; its first %llu bytes kept",
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, res->name,
+			(unsigned long long)ar->cfg.max_dump_bytes,
+			(unsigned long long)ar->cfg.max_dump_bytes);
+	else
+		pr_info("archive: %s/%s -> %s/%s (a jitdump, %llu bytes, as it was%s%s)",
+			ar->cfg.map_dir, rec->staged, ar->cfg.dir, res->name,
+			(unsigned long long)st->st_size, map ? ", beside " : "", map ? map : "");
+	if (archive_quota__add_dump(ar->quota, map, res->name, res->cost, res->at, rec->uid))
+		pr_warn("archive: %s/%s is not counted in the quota: out of memory; counted from the next start",
+			ar->cfg.dir, res->name);
+}
+
+/* The jitdump staged with a job's map, named beside the name the map got. */
+static int store_dump(struct archive *ar, const struct job_dump *d)
+{
+	struct archive_file_res res;
+	char name[sizeof(d->rec.name) + 16];
+	struct stat st;
+	int err;
+
+	/* The map not stored: the name recorded, beside the map's name as asked for. */
+	if (!d->map_name[0] || perfmap__archived_dump_name(d->map_name, name, sizeof(name)))
+		snprintf(name, sizeof(name), "%s", d->rec.name);
+	err = store_file(ar, &d->rec, name, false, &res, &st);
+	if (!err)
+		stored_dump(ar, &d->rec, d->map_name[0] ? d->map_name : NULL, &res, &st);
+	return err;
+}
+
+/*
+ * Store the staged map @job names, and its jitdump if it has one; then hold
+ * the archive to its bounds. Out of fds or memory, what is left of the job
+ * is tried again (short_of_resources()): a map stored is not stored twice.
+ */
+static int store(struct archive *ar, struct archive_job *job)
+{
+	struct archive_file_res res;
+	struct stat st;
+	int err;
+
+	if (!job->map_done) {
+		err = store_file(ar, &job->rec, job->rec.name, job->recovered, &res, &st);
+		if (short_of_resources(err))
+			return err;
+		job->map_done = true;
+		/* A dump alone: staged with its map by an earlier run, finished on its own. */
+		if (!err && archive_file__is_dump(job->rec.name))
+			stored_dump(ar, &job->rec, NULL, &res, &st);
+		else if (!err)
+			stored_map(ar, &job->rec, &res, &st);
+		if (!err && job->dump && !archive_file__is_dump(job->rec.name))
+			snprintf(job->dump->map_name, sizeof(job->dump->map_name), "%s", res.name);
+	}
+	if (job->dump) {
+		err = store_dump(ar, job->dump);
+		if (short_of_resources(err))
+			return err;
+	}
 	enforce(ar);
 	return 0;
 }
@@ -377,7 +480,7 @@ static void *archiver_main(void *arg)
 			retry_later(ar, job);
 			continue;
 		}
-		free(job);
+		job_free(job);
 		ar->busy = false;
 		pthread_cond_broadcast(&ar->cond);
 	}
@@ -385,8 +488,12 @@ static void *archiver_main(void *arg)
 	return NULL;
 }
 
-/* Hand a staged map to the worker; left staged (the next start finishes it) if that fails. */
-static void enqueue(struct archive *ar, const struct staged_rec *rec, bool recovered)
+/*
+ * Hand a staged map, and the jitdump staged with it (@dump, or NULL), to the
+ * worker; left staged (the next start finishes them) if that fails.
+ */
+static void enqueue(struct archive *ar, const struct staged_rec *rec, const struct staged_rec *dump,
+		    bool recovered)
 {
 	struct archive_job *job = calloc(1, sizeof(*job));
 
@@ -396,10 +503,17 @@ static void enqueue(struct archive *ar, const struct staged_rec *rec, bool recov
 	}
 	job->rec = *rec;
 	job->recovered = recovered;
+	/* Without the memory, the dump stays staged and recorded: the next start archives it. */
+	if (dump)
+		job->dump = calloc(1, sizeof(*job->dump));
+	if (dump && !job->dump)
+		count(&ar->stats.failed);
+	if (job->dump)
+		job->dump->rec = *dump;
 	pthread_mutex_lock(&ar->lock);
 	if (queued_add(ar, rec->uid)) {
 		pthread_mutex_unlock(&ar->lock);
-		free(job);
+		job_free(job);
 		count(&ar->stats.failed);
 		return;
 	}
@@ -517,6 +631,8 @@ struct archive *archive__open(const struct archive_config *cfg)
 		ar->cfg.max_table_bytes = ARCHIVE_TABLE_MAX_BYTES;
 	if (!ar->cfg.max_files_per_uid)
 		ar->cfg.max_files_per_uid = ARCHIVE_FILES_PER_UID;
+	if (!ar->cfg.max_dump_bytes)
+		ar->cfg.max_dump_bytes = ar->cfg.max_map_bytes;
 	ar->dir_fd = ar->journal_fd = -1;
 	ar->tail = &ar->head;
 	pthread_mutex_init(&ar->lock, NULL);
@@ -582,7 +698,7 @@ void archive__free(struct archive *ar)
 	}
 	for (job = ar->head; job; job = next) {
 		next = job->next;
-		free(job);
+		job_free(job);
 	}
 	archive_quota__free(ar->quota);
 	free(ar->uids);
@@ -687,13 +803,99 @@ static bool restored_copy(struct archive *ar, int fd, const struct stat *st, cha
 	       ast.st_size == st->st_size && ast.st_uid == st->st_uid;
 }
 
+/* The dump at @name was not taken, for @err (perfmap__open_map_at()'s): counted, said once. */
+static void dump_refused(struct archive *ar, const char *name, int err)
+{
+	if (err == -EFBIG)
+		count(&ar->stats.jitdumps_too_large);
+	else if (err == -ELOOP || err == -EINVAL || err == -EMLINK || err == -EPERM)
+		count(&ar->stats.jitdumps_refused);
+	if (err == -EFBIG && first_refusal(ar, name))
+		pr_warn("archive %s/%s: larger than %llu bytes; this jitdump is left in place, not archived with its map",
+			ar->cfg.map_dir, name, (unsigned long long)ar->cfg.max_dump_bytes);
+	else if (err != -EMFILE && err != -ENFILE && err != -ENOMEM && first_refusal(ar, name))
+		pr_warn("archive %s/%s: %s%s; this jitdump is left in place, not archived with its map",
+			ar->cfg.map_dir, name, perfmap_open_strerror(err),
+			err == -EPERM ? " (not the map's owner's)" : "");
+}
+
+/*
+ * The jitdump @pid's runtime wrote in the map directory, jit-<pid>.dump,
+ * with the map @map (as opened) going to the archive as @map_name: moved
+ * aside and journaled in @rec as the map was, true. Opened with the map's
+ * refusals, and the map's owner's only: anyone can make a file of that name
+ * in /tmp. Never under a writer (the lease): a process at the pid again, or
+ * a child still writing into its parent's dump, keeps it where it is.
+ * @map_name NULL: the map is deleted, not archived (a copy `perfmapctl
+ * restore` put back): only a dump restore put back too, unchanged while its
+ * archived one is still there, goes (deleted); any other stays.
+ */
+static bool take_dump(struct archive *ar, pid_t pid, const struct stat *map,
+		      const char *map_name, struct staged_rec *rec)
+{
+	PERFMAP_OPTS(perfmap_open_opts, oopts, .check_owner = true, .owner = map->st_uid,
+		     .max_bytes = ar->cfg.max_dump_bytes);
+	struct perfmap_replace_result res = { 0 };
+	char name[32], from[128];
+	bool restored;
+	struct stat st;
+	int fd, err;
+
+	jitdump_name(pid, name, sizeof(name));
+	fd = perfmap__open_map_at(ar->cfg.map_dir_fd, name, O_RDONLY, &oopts, &st);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			dump_refused(ar, name, fd);
+		return false;
+	}
+	restored = restored_copy(ar, fd, &st, from, sizeof(from)) && archive_file__is_dump(from);
+	if (!restored && (!map_name || perfmap__archived_dump_name(map_name, rec->name, sizeof(rec->name)))) {
+		close(fd);
+		return false;
+	}
+	rec->dev = st.st_dev;
+	rec->ino = st.st_ino;
+	rec->uid = st.st_uid;
+	rec->gid = st.st_gid;
+	rec->run = ar->run;
+	err = stage(ar, name, fd, UINT64_MAX, restored, true, rec, &res);
+	close(fd);
+	if (err == -EBUSY && res.kept[0]) {
+		/* Recorded, as any staged file: the next start archives it. */
+		pr_warn("archive %s/%s: %s; the file is at %s/%s, where its writer goes on writing",
+			ar->cfg.map_dir, name, res.why, ar->cfg.map_dir, res.kept);
+		return false;
+	}
+	if (err == -EBUSY) {
+		count(&ar->stats.jitdumps_busy);
+		pr_info("archive %s/%s: open for writing (a process at pid %d again, or a child writing on); this jitdump is left in place",
+			ar->cfg.map_dir, name, (int)pid);
+		return false;
+	}
+	if (err) {
+		pr_warn("archive %s/%s: %s; this jitdump is left in place", ar->cfg.map_dir, name,
+			res.why ? res.why : strerror(-err));
+		return false;
+	}
+	if (restored) {
+		unlinkat(ar->cfg.map_dir_fd, rec->staged, 0);
+		count(&ar->stats.jitdumps_restored_dropped);
+		pr_info("archive %s/%s: removed: perfmapctl restore put it back from %s/%s, which still holds it",
+			ar->cfg.map_dir, name, ar->cfg.dir, from);
+		return false;
+	}
+	pr_info("archive %s/%s: moved aside to %s, to go with its map", ar->cfg.map_dir, name,
+		rec->staged);
+	return true;
+}
+
 static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		dev_t dev, ino_t ino, uint64_t size, bool squatted, const char *tag)
 {
 	PERFMAP_OPTS(perfmap_open_opts, oopts);
 	struct perfmap_replace_result res = { 0 };
-	struct staged_rec rec = { 0 };
-	bool over = false, restored;
+	struct staged_rec rec = { 0 }, drec = { 0 };
+	bool over = false, restored, dump;
 	char name[32], from[128];
 	struct stat st;
 	int fd, err;
@@ -755,6 +957,9 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		count(&ar->stats.restored_dropped);
 		pr_info("archive %s/%s: %s; removed: perfmapctl restore put it back from %s/%s, which still holds it",
 			ar->cfg.map_dir, name, archive_reason_str(why), ar->cfg.dir, from);
+		/* Its jitdump too, if restore put that back and no one wrote it since. */
+		if (why == ARCHIVE_EXIT && !(tag && *tag))
+			take_dump(ar, pid, &st, NULL, &drec);
 		goto close_fd;
 	}
 	if (why == ARCHIVE_DROP) {
@@ -767,7 +972,12 @@ static int move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archiv
 		rec.staged);
 	if (over)
 		count(&ar->stats.queued_over_max);
-	enqueue(ar, &rec, false);
+	/*
+	 * A process in another pid namespace names its dump by the pid it has
+	 * there: jit-<host pid>.dump in the map directory is never its own.
+	 */
+	dump = why == ARCHIVE_EXIT && !(tag && *tag) && take_dump(ar, pid, &st, rec.name, &drec);
+	enqueue(ar, &rec, dump ? &drec : NULL, false);
 close_fd:
 	close(fd);
 	return err;
@@ -826,5 +1036,5 @@ void archive__finish_staged(struct archive *ar, const char *name)
 	}
 	pr_info("archive %s/%s: moved aside before a restart; finishing", ar->cfg.map_dir, name);
 	/* Beyond the queue's bound: these are few, recorded, and hold no fd. */
-	enqueue(ar, &rec, true);
+	enqueue(ar, &rec, NULL, true);
 }

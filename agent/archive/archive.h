@@ -1,7 +1,8 @@
 /*
  * The archive: maps moved out of the map directory, compacted into
- * --archive-dir under --archive-max-bytes, fairly between users. The move is
- * done at once; the compaction and the quota in a worker thread.
+ * --archive-dir under --archive-max-bytes, fairly between users, an exited
+ * process's jitdump with its map when it lies in the map directory. The move
+ * is done at once; the compaction and the quota in a worker thread.
  */
 #ifndef PERFMAPD_ARCHIVE_H
 #define PERFMAPD_ARCHIVE_H
@@ -35,6 +36,7 @@ struct archive_config {
 	const char *dir;              /* --archive-dir */
 	uint64_t max_bytes;           /* the quota: the largest user's oldest go first */
 	uint64_t max_map_bytes;       /* at most this much of a map is stored */
+	uint64_t max_dump_bytes;      /* a larger jitdump is left in place; 0: max_map_bytes */
 	unsigned int max_queue;       /* 0: ARCHIVE_QUEUE_MAX; a uid's share a quarter of it */
 	uint64_t max_files_per_uid;   /* 0: ARCHIVE_FILES_PER_UID */
 	uint64_t max_table_bytes;     /* 0: ARCHIVE_TABLE_MAX_BYTES */
@@ -71,6 +73,15 @@ uint64_t archive__max_bytes(struct archive *ar);
  * deletes it instead, and so is a map `perfmapctl restore` put back
  * (PERFMAP_RESTORED_XATTR) whose archived map is still there, the same size. -EAGAIN, the map left in place, while the worker's
  * queue, or its owner's share of it, is full.
+ *
+ * ARCHIVE_EXIT of a process in the host's namespaces (no tag) takes its
+ * jitdump too when it lies in the map directory as jit-<pid>.dump, the
+ * map's owner's, a regular file of one link no larger than max_dump_bytes,
+ * and no one has it open for writing: staged and journaled as the map is,
+ * stored beside it as it is, jit-<pid>-<start>.dump, and deleted with it by
+ * the quota. One `perfmapctl restore` put back, unchanged, is deleted
+ * rather than archived again. Any other dump, and any dump elsewhere, is
+ * left where it is.
  */
 int archive__move(struct archive *ar, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		  dev_t dev, ino_t ino, uint64_t size);

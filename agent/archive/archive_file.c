@@ -1,8 +1,9 @@
 /*
- * Writing one archived map. The file is made under a temporary name in the
+ * Writing one archived map, or the jitdump archived beside it (its bytes as
+ * they are: a dump is binary). The file is made under a temporary name in the
  * archive directory and linked to its name with RENAME_NOREPLACE: an archive
  * already there is never replaced (a crash, a pid's second map in the same
- * millisecond); the next free name "<name>-dupN.map" is taken instead.
+ * millisecond); the next free name "<name>-dupN.map" ("-dupN.dump") is taken instead.
  * Its mtime is the time the agent wrote it, never the map's: the quota
  * orders by it, and the map's mtime is its owner's to choose.
  * It is synced, then its name, before the caller removes the staged map: the
@@ -28,6 +29,41 @@
 #include "perfmap_tools.h"
 
 #define MAX_DUPS 1000
+#define COPY_BUF (64u << 10)
+
+/*
+ * A jitdump's bytes as they are, its first @rq->max_map_bytes at most: the
+ * event loop moved none larger, so one larger now was grown by its owner
+ * after the move (a prefix of a dump reads as far as its last whole record).
+ */
+static int copy_verbatim(const struct archive_file_req *rq, int out_fd, struct archive_file_res *res)
+{
+	uint64_t left = rq->max_map_bytes ? rq->max_map_bytes : UINT64_MAX;
+	char *buf = malloc(COPY_BUF);
+	ssize_t n;
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (left) {
+		n = read(rq->src_fd, buf, left < COPY_BUF ? (size_t)left : COPY_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : 0;
+			break;
+		}
+		err = perfmap__write_all(out_fd, buf, (size_t)n);
+		if (err)
+			break;
+		left -= (uint64_t)n;
+	}
+	/* One byte more than the bound: there is a rest, left behind. */
+	if (!err && !left && read(rq->src_fd, buf, 1) > 0)
+		res->truncated = true;
+	free(buf);
+	return err;
+}
 
 /* The contents, compacted unless the map is past @max_map_bytes or too large to hold. */
 static int fill(const struct archive_file_req *rq, int out_fd, struct archive_file_res *res)
@@ -36,6 +72,8 @@ static int fill(const struct archive_file_req *rq, int out_fd, struct archive_fi
 					   .max_table_bytes = rq->max_table_bytes };
 	int err;
 
+	if (rq->verbatim)
+		return copy_verbatim(rq, out_fd, res);
 	/*
 	 * The policy moves no map over --max-map-bytes: one over it now was
 	 * written to by its owner after the move. Its first bytes are kept.
@@ -60,14 +98,22 @@ static int fill(const struct archive_file_req *rq, int out_fd, struct archive_fi
 	return err;
 }
 
-/* "perf-1-2.map" -> "perf-1-2-dup3.map". */
+/* "perf-1-2.map" -> "perf-1-2-dup3.map"; "jit-1-2.dump" -> "jit-1-2-dup3.dump". */
 static void dup_name(const char *name, unsigned int n, char *buf, size_t len)
 {
+	const char *ext = archive_file__is_dump(name) ? ".dump" : ".map";
 	size_t stem = strlen(name);
 
-	if (stem > 4 && !strcmp(name + stem - 4, ".map"))
-		stem -= 4;
-	snprintf(buf, len, "%.*s-dup%u.map", (int)stem, name, n);
+	if (stem > strlen(ext) && !strcmp(name + stem - strlen(ext), ext))
+		stem -= strlen(ext);
+	snprintf(buf, len, "%.*s-dup%u%s", (int)stem, name, n, ext);
+}
+
+bool archive_file__is_dump(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 9 && !strncmp(name, "jit-", 4) && !strcmp(name + n - 5, ".dump");
 }
 
 /* Give @tmp its name, or the first free one after it; never replace a file. */

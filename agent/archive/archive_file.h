@@ -2,7 +2,8 @@
  * One archived map: the staged map's contents, compacted in bounded memory
  * (or as they were, when too many to compact), written under a name that
  * replaces nothing, owned by the map's uid, dated by the agent's clock;
- * and the directory they are in.
+ * or one archived jitdump beside its map, its bytes as they were; and the
+ * directory they are in.
  */
 #ifndef PERFMAPD_ARCHIVE_FILE_H
 #define PERFMAPD_ARCHIVE_FILE_H
@@ -33,6 +34,7 @@ struct archive_file_req {
 	gid_t gid;
 	uint64_t max_map_bytes;    /* at most this much is read */
 	uint64_t max_table_bytes;  /* above, stored uncompacted */
+	bool verbatim;             /* a jitdump: binary, its bytes copied as they are */
 };
 
 struct archive_file_res {
@@ -41,6 +43,7 @@ struct archive_file_res {
 	const char *uncompacted;   /* why it was stored as it was, or NULL */
 	uint64_t cost;             /* what it takes on disk: max(size, blocks) */
 	struct timespec at;        /* its mtime: when the agent wrote it */
+	bool truncated;            /* verbatim: past max_map_bytes, its first max_map_bytes kept */
 	const char *why;           /* what failed, in words */
 	bool linked;               /* at its name in the archive, even where an error followed */
 };
@@ -57,6 +60,9 @@ int archive_file__write(const struct archive_file_req *rq, struct archive_file_r
  * -ENOENT when none carries its mark (or the file system keeps no marks).
  */
 int archive_file__find(int dir_fd, const char *name, const char *staged, char *found, size_t len);
+
+/* Is @name an archived jitdump's, "jit-<rest>.dump"? */
+bool archive_file__is_dump(const char *name);
 
 /* Create or check @dir: ours (the effective uid's), open to no one else (077 clear); 0 or -errno. */
 int archive_dir__make(const char *dir);

@@ -5,11 +5,13 @@
  * loses their own oldest maps first: nothing a user controls orders the
  * eviction of another user's maps. Every operation costs O(uids) at most,
  * never O(files): the worker stores a map in the same time with 10 or 100k
- * archived.
+ * archived. A jitdump stored beside a map is found as its uid's newest
+ * entry, the map the worker stored just before it.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +70,10 @@ static void share_fini(struct share *sh)
 {
 	size_t i;
 
-	for (i = sh->head; i < sh->head + sh->n; i++)
+	for (i = sh->head; i < sh->head + sh->n; i++) {
 		free(sh->v[i].name);
+		free(sh->v[i].dump);
+	}
 	free(sh->v);
 }
 
@@ -164,6 +168,7 @@ int archive_quota__add(struct archive_quota *q, const char *name, uint64_t cost,
 	f->name = strdup(name);
 	if (!f->name)
 		return -ENOMEM;
+	f->dump = NULL;
 	f->cost = cost;
 	f->at = at;
 	f->uid = uid;
@@ -173,8 +178,129 @@ int archive_quota__add(struct archive_quota *q, const char *name, uint64_t cost,
 	return 0;
 }
 
+/* @dump (the caller's, taken) counted with @f, an entry of @sh. */
+static void attach(struct archive_quota *q, struct share *sh, struct archived_file *f, char *dump,
+		   uint64_t cost)
+{
+	f->dump = dump;
+	f->cost += cost;
+	sh->bytes += cost;
+	totals_add(q, 0, (int64_t)cost);
+}
+
+int archive_quota__add_dump(struct archive_quota *q, const char *map, const char *dump,
+			    uint64_t cost, struct timespec at, uid_t uid)
+{
+	struct share *sh = share_find(q, uid);
+	struct archived_file *f;
+	char *name;
+	size_t i;
+
+	/* The newest first: the worker stores a dump just after its map. */
+	for (i = sh && map ? sh->n : 0; i > 0; i--) {
+		f = &sh->v[sh->head + i - 1];
+		if (f->dump || f->uid != uid || strcmp(f->name, map))
+			continue;
+		name = strdup(dump);
+		if (!name)
+			return -ENOMEM;
+		attach(q, sh, f, name, cost);
+		return 0;
+	}
+	return archive_quota__add(q, dump, cost, at, uid);
+}
+
+/* An archived jitdump found at the start, to be counted with its map. */
+struct loose_dump {
+	char *name;
+	uint64_t cost;
+	struct timespec at;
+	uid_t uid;
+};
+
+static int by_name(const void *x, const void *y)
+{
+	const struct archived_file *const *a = x, *const *b = y;
+
+	return strcmp((*a)->name, (*b)->name);
+}
+
+/* "jit-<rest>.dump" -> "perf-<rest>.map"; false for another name. */
+static bool map_of_dump(const char *dump, char *buf, size_t len)
+{
+	size_t n = strlen(dump);
+
+	if (n < 10 || strncmp(dump, "jit-", 4) || strcmp(dump + n - 5, ".dump"))
+		return false;
+	return (size_t)snprintf(buf, len, "perf-%.*s.map", (int)(n - 9), dump + 4) < len;
+}
+
+/*
+ * Each dump listed counted with its map, found by name through a sorted
+ * index (once, at the start: O(files log files)); those without one, or
+ * whose map is another uid's, are entries of their own.
+ */
+static int pair_dumps(struct archive_quota *q, struct loose_dump *d, size_t nd)
+{
+	struct archived_file **ix = NULL, key, *kp = &key, **hit;
+	char map[NAME_MAX + 8];
+	size_t i, j, n = 0;
+	int err = 0;
+
+	if (q->files) {
+		ix = malloc(q->files * sizeof(*ix));
+		if (!ix)
+			return -ENOMEM;
+		for (i = 0; i < q->ns; i++)
+			for (j = q->s[i].head; j < q->s[i].head + q->s[i].n; j++)
+				ix[n++] = &q->s[i].v[j];
+		qsort(ix, n, sizeof(*ix), by_name);
+	}
+	for (i = 0; i < nd; i++) {
+		if (!n || !map_of_dump(d[i].name, map, sizeof(map)))
+			continue;
+		key.name = map;
+		hit = bsearch(&kp, ix, n, sizeof(*ix), by_name);
+		if (!hit || (*hit)->dump || (*hit)->uid != d[i].uid)
+			continue;
+		attach(q, share_find(q, d[i].uid), *hit, d[i].name, d[i].cost);
+		d[i].name = NULL;
+	}
+	free(ix);
+	/* Entries of their own: the index above is not used past here (adding moves entries). */
+	for (i = 0; !err && i < nd; i++)
+		if (d[i].name)
+			err = archive_quota__add(q, d[i].name, d[i].cost, d[i].at, d[i].uid);
+	return err;
+}
+
+/* One more dump listed; -ENOMEM with nothing changed. */
+static int loose_add(struct loose_dump **d, size_t *n, size_t *cap, const char *name,
+		     const struct stat *st)
+{
+	struct loose_dump *nd;
+	char *copy;
+
+	if (*n == *cap) {
+		nd = realloc(*d, (*cap ? *cap * 2 : 16) * sizeof(*nd));
+		if (!nd)
+			return -ENOMEM;
+		*d = nd;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	(*d)[(*n)++] = (struct loose_dump){ .name = copy, .cost = archive_quota__cost(st),
+					     .at = st->st_mtim, .uid = st->st_uid };
+	return 0;
+}
+
 int archive_quota__load(struct archive_quota *q, int dfd)
 {
+	struct loose_dump *dumps = NULL;
+	size_t ndumps = 0, dumps_cap = 0;
+	char map[NAME_MAX + 8];
 	struct dirent *de;
 	struct stat st;
 	size_t i;
@@ -189,12 +315,23 @@ int archive_quota__load(struct archive_quota *q, int dfd)
 		return -errno;
 	}
 	while (!err && (de = readdir(d))) {
-		if (strncmp(de->d_name, "perf-", 5) ||
+		if ((strncmp(de->d_name, "perf-", 5) && strncmp(de->d_name, "jit-", 4)) ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
-		err = archive_quota__add(q, de->d_name, archive_quota__cost(&st), st.st_mtim, st.st_uid);
+		if (de->d_name[0] == 'j' && map_of_dump(de->d_name, map, sizeof(map)))
+			err = loose_add(&dumps, &ndumps, &dumps_cap, de->d_name, &st);
+		else if (de->d_name[0] == 'j')
+			continue;
+		else
+			err = archive_quota__add(q, de->d_name, archive_quota__cost(&st), st.st_mtim,
+						 st.st_uid);
 	}
 	closedir(d);
+	if (!err)
+		err = pair_dumps(q, dumps, ndumps);
+	for (i = 0; i < ndumps; i++)
+		free(dumps[i].name);
+	free(dumps);
 	/* Listed in the directory's order: each uid's oldest first from now on. */
 	for (i = 0; i < q->ns; i++)
 		qsort(q->s[i].v + q->s[i].head, q->s[i].n, sizeof(*q->s[i].v), by_age);
@@ -242,6 +379,7 @@ void archive_quota__drop(struct archive_quota *q, const struct archived_file *f)
 	if (!sh || !sh->n || f != &sh->v[sh->head])
 		return;
 	free(sh->v[sh->head].name);
+	free(sh->v[sh->head].dump);
 	sh->bytes -= f->cost;
 	totals_add(q, -1, -(int64_t)f->cost);
 	sh->head++;
@@ -253,12 +391,13 @@ void archive_quota__drop(struct archive_quota *q, const struct archived_file *f)
 }
 
 uint64_t archive_quota__enforce(struct archive_quota *q, int dfd, const char *dir, uint64_t max_bytes,
-			uint64_t max_files)
+			uint64_t max_files, uint64_t *dumps)
 {
 	const struct archived_file *f;
 	struct share *sh;
 	uint64_t evicted = 0;
 
+	*dumps = 0;
 	while ((f = archive_quota__victim(q, max_bytes, max_files))) {
 		sh = share_find(q, f->uid);
 		if (unlinkat(dfd, f->name, 0) && errno != ENOENT)
@@ -272,8 +411,19 @@ uint64_t archive_quota__enforce(struct archive_quota *q, int dfd, const char *di
 			pr_info("archive: evicted %s/%s (%llu bytes, uid %u's oldest: that uid holds the most) to stay under %llu bytes",
 				dir, f->name, (unsigned long long)f->cost, (unsigned int)f->uid,
 				(unsigned long long)max_bytes);
+		/* Its jitdump with it: archived together, restored together. */
+		if (f->dump && unlinkat(dfd, f->dump, 0) && errno != ENOENT)
+			pr_warn("archive: cannot evict %s/%s, the jitdump of %s: %s; no longer counted",
+				dir, f->dump, f->name, strerror(errno));
+		else if (f->dump)
+			pr_info("archive: evicted %s/%s with its map", dir, f->dump);
+		*dumps += !!f->dump;
+		/* A jitdump whose map the index lacks goes alone: a dump, not a map. */
+		if (!strncmp(f->name, "jit-", 4))
+			++*dumps;
+		else
+			evicted++;
 		archive_quota__drop(q, f);
-		evicted++;
 	}
 	return evicted;
 }

@@ -83,7 +83,7 @@ static void on_exec_map(void *ctx, const struct execmap_rec *rec)
 			jitdumps__marker(d->jitdumps, rec->pid, rec->path, rec->ino);
 		return;
 	}
-	policy__exec_mapping(d->policy, rec->pid, rec->len, rec->kind == EXECMAP_MEMFD,
+	policy__exec_mapping(d->policy, rec->pid, rec->addr, rec->len, rec->kind == EXECMAP_MEMFD,
 			     clock_boot_ns());
 }
 

@@ -52,7 +52,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 }
 
 enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES,
-       SRC_MIRRORS, SRC_EXECMAP, SRC_HOLDS };
+       SRC_MIRRORS, SRC_EXECMAP, SRC_HOLDS, SRC_ASKING };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -101,6 +101,7 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, l->retryfd, SRC_RETRY);
 	err = err ?: loop_add(l->epfd, mapwatch__fd(d->mw), SRC_INOTIFY);
 	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
+	err = err ?: loop_add(l->epfd, instance__asking_fd(d->inst), SRC_ASKING);
 	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
 	err = err ?: loop_add(l->epfd, holds__fd(d->holds), SRC_HOLDS);
 	if (d->mirrors)
@@ -241,6 +242,12 @@ static int report_open(struct daemon *d, struct loop *l)
 	return l->report ? 0 : -errno;
 }
 
+/* A status client's request (report/instance.h): answered from the report. */
+static size_t answer_request(void *ctx, const struct status_request *rq, char *buf, size_t len)
+{
+	return report__answer(ctx, rq, buf, len);
+}
+
 static void on_tick(struct daemon *d, struct loop *l)
 {
 	uint64_t expirations, dropped;
@@ -260,6 +267,8 @@ static void on_tick(struct daemon *d, struct loop *l)
 	relist(d, l, false);
 	if (l->status_paused && instance__budget(d->inst, clock_mono_ns()))
 		watch_status(d, l, true);
+	/* A client that promised a request and sent none is let go. */
+	instance__serve_asking(d->inst, clock_mono_ns(), answer_request, l->report);
 	read_exec_maps(d, l);
 	holds__tick(d->holds);
 	if (d->jitscan)
@@ -315,7 +324,7 @@ static void on_status(struct daemon *d, struct loop *l)
 		return;
 	}
 	n = report__status(l->report, text, sizeof(text));
-	instance__serve(d->inst, text, n, max);
+	instance__serve(d->inst, text, n, max, clock_mono_ns(), answer_request, l->report);
 }
 
 int daemon__run(struct daemon *d, uint64_t started_ns)
@@ -363,6 +372,9 @@ int daemon__run(struct daemon *d, uint64_t started_ns)
 			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
 			case SRC_EXECMAP: read_exec_maps(d, &l); break;
 			case SRC_HOLDS: holds__on_ready(d->holds); break;
+			case SRC_ASKING:
+				instance__serve_asking(d->inst, clock_mono_ns(), answer_request, l.report);
+				break;
 			}
 		}
 		arm_retry(d, &l);

@@ -22,6 +22,7 @@
 
 #include "in/execmap.h"
 #include "lib/mapname.h"
+#include "perfmap_tools.h"
 
 /* The sample id perf appends to every record: sample_type TID | TIME. */
 struct sample_id {
@@ -123,7 +124,7 @@ static int parse_mmap2(const unsigned char *p, size_t len, struct execmap_rec *o
 		.kind = execmap_kind_of(name, name_len, m.flags & MAP_SHARED), .ts_ns = sid.time,
 	};
 	/* A jitdump producer maps its dump executable so that perf finds it (perf's jitdump.c). */
-	if (out->kind == EXECMAP_FILE && jitdump_name_pid(name, name_len)) {
+	if (out->kind == EXECMAP_FILE && perfmap__jitdump_name_pid(name, name_len)) {
 		out->kind = EXECMAP_JITDUMP;
 		out->path = name;
 		out->maj = m.maj;

@@ -10,6 +10,7 @@
 
 #include "lib/mapname.h"
 #include "lib/nsroot.h"
+#include "perfmap_tools.h"
 
 /* A file with this much less on disk than its size is sparse: its reader would read nothing. */
 #define SPARSE_SLACK (64u << 10)
@@ -41,105 +42,22 @@ static int openat2_fd(int dirfd, const char *path, uint64_t flags, uint64_t mode
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* The mount id of what @fd is on, asked of the VFS: cached attributes, no request to a server. */
-static int mount_id(int fd, uint64_t *id)
-{
-	struct statx sx;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx))
-		return -errno;
-	if (!(sx.stx_mask & STATX_MNT_ID))
-		return -ENOTSUP;
-	*id = sx.stx_mnt_id;
-	return 0;
-}
-
 int nsroot_mountinfo_fuse(FILE *f, uint64_t id)
 {
-	char line[4096], *end, *sep;
-	bool at_start = true;
-
-	while (fgets(line, sizeof(line), f)) {
-		/* A line longer than the buffer comes in pieces: only a line's start names a mount. */
-		bool starts = at_start;
-
-		at_start = strchr(line, '\n') != NULL;
-		if (!starts || strtoull(line, &end, 10) != id || *end != ' ')
-			continue;
-		sep = strstr(line, " - ");
-		return sep && !strncmp(sep + 3, "fuse", 4);
-	}
-	return -ENOENT;
-}
-
-/* Is mount @id FUSE, by @pid's mount table? Not shown there (a root inside a mount): taken to be. */
-static bool mount_is_fuse(pid_t pid, uint64_t id)
-{
-	char path[64];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	ret = nsroot_mountinfo_fuse(f, id);
-	fclose(f);
-	return ret != 0;
-}
-
-/*
- * Is @fd on FUSE? Asked of the mount table, never of the file system: a FUSE
- * server that admits root answers statfs() itself, and need never answer.
- * What cannot be told (no mount id, a mount the table does not show, FUSE
- * refusing root the attributes) is refused as if it were: it may be.
- */
-static bool on_fuse(pid_t pid, int fd, uint64_t *id)
-{
-	return mount_id(fd, id) || mount_is_fuse(pid, *id);
+	return perfmap__mountinfo_fuse(f, id);
 }
 
 int nsroot_open_dir(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why)
 {
-	uint64_t root_mnt = 0, dir_mnt = 0;
-	char root[32];
-	int rfd, dfd;
+	static const enum ns_refusal as_ns[] = {
+		[PERFMAP_ROOT_OK] = NSR_NONE, [PERFMAP_ROOT_DIR] = NSR_DIR,
+		[PERFMAP_ROOT_FUSE] = NSR_FUSE, [PERFMAP_ROOT_UNREACHABLE] = NSR_ROOT,
+	};
+	enum perfmap_root_refusal r;
+	int fd = perfmap__root_open_dir(pid, path, st, &r);
 
-	*why = NSR_NONE;
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
-	/* O_PATH: the magic link is the process's root itself; nothing inside is looked up yet. */
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0) {
-		if (errno != ENOENT && errno != ESRCH)
-			*why = NSR_ROOT;
-		return errno == ENOENT ? -ESRCH : -errno;
-	}
-	/* A FUSE root answers the lookup below from a server the container runs. */
-	if (on_fuse(pid, rfd, &root_mnt)) {
-		*why = NSR_FUSE;
-		close(rfd);
-		return -EPERM;
-	}
-	while (*path == '/')
-		path++;
-	dfd = openat2_fd(rfd, *path ? path : ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-			 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-	close(rfd);
-	if (dfd < 0) {
-		if (dfd == -ELOOP || dfd == -ENOTDIR)
-			*why = NSR_DIR;
-		return dfd;
-	}
-	/* Its own mount (a tmpfs on /tmp) is looked up in the mount table too. */
-	if (mount_id(dfd, &dir_mnt) || (dir_mnt != root_mnt && mount_is_fuse(pid, dir_mnt)))
-		*why = NSR_FUSE;
-	else if (fstat(dfd, st))
-		*why = NSR_ROOT;
-	if (*why) {
-		close(dfd);
-		return -EPERM;
-	}
-	return dfd;
+	*why = as_ns[r];
+	return fd;
 }
 
 enum ns_refusal nsroot_check(const struct stat *st, uint64_t max_bytes)

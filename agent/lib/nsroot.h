@@ -1,9 +1,9 @@
 /*
- * Reaching into another process's root (the mirrors' maps, the jitdumps'
- * dumps): a directory and a file in it,
- * resolved inside that root (openat2 RESOLVE_IN_ROOT) without following any
- * link it planted, and refused when not a plain, single-linked, dense,
- * bounded regular file.
+ * Reaching into another process's root for a container's map: its map
+ * directory (libperfmap's perfmap__root_open_dir(), which jitdumps use too)
+ * and its map, resolved inside that root without following any link it
+ * planted, and refused when not a plain, single-linked, dense, bounded
+ * regular file; the refusals as the mirrors count them.
  */
 #ifndef PERFMAPD_NSROOT_H
 #define PERFMAPD_NSROOT_H

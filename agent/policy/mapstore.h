@@ -185,6 +185,14 @@ struct mapstore_ops {
 	int (*archive)(void *ctx, pid_t pid, uint64_t start_ticks, enum archive_reason why,
 		       const struct map_info *expect, unsigned int flags);
 
+	/*
+	 * An exited process's map @mi, at @pid's path, made canonical in place
+	 * when some consumer would misread it: 0 (a new inode there: look()
+	 * again), -EALREADY (read right: left), -EBUSY (open for writing: left),
+	 * or -errno. NULL: never.
+	 */
+	int (*canonicalize)(void *ctx, pid_t pid, const struct map_info *mi);
+
 	/* ---- processes in other namespaces; NULL: the store has no mirrors ---- */
 
 	/* Where @rq's map is; from NS_MIRRORED on, it is mirrored. 0 or -errno (-ESRCH: gone). */

@@ -523,7 +523,10 @@ struct policy *policy__new(const struct policy_config *cfg, struct mapstore stor
 	p->copy_budget = budget__new(cfg->copy_rate, cfg->copy_burst);
 	p->loop_budget = budget__new(cfg->loop_copy_rate, cfg->loop_copy_rate);
 	p->lost_lines = budget__new(LOST_LINES_RATE, LOST_LINES_BURST);
+	p->canon_uid = budget__new(CANON_RATE_PER_UID, CANON_RATE_PER_UID * 4);
+	p->canon_all = budget__new(CANON_RATE, CANON_RATE * 2);
 	if (!p->retained || !p->copy_budget || !p->loop_budget || !p->lost_lines ||
+	    !p->canon_uid || !p->canon_all ||
 	    proctab_init(&p->procs) || pidmap_init(&p->held, 64)) {
 		policy__free(p);
 		return NULL;
@@ -555,6 +558,8 @@ void policy__free(struct policy *p)
 	budget__free(p->copy_budget);
 	budget__free(p->loop_budget);
 	budget__free(p->lost_lines);
+	budget__free(p->canon_uid);
+	budget__free(p->canon_all);
 	free(p);
 }
 

@@ -174,11 +174,14 @@ uint64_t policy__retention_ns(const struct policy *p);
 #define JIT_GRACE_NS (2000ull * 1000000)
 
 /*
- * The kernel reported an executable mapping of @len bytes in @pid: anonymous
- * (named by perf-<pid>.map) or memfd-backed (@memfd). A process with such code
- * and no map when JIT_GRACE_NS is over is said to lose its symbols, once.
+ * The kernel reported an executable mapping [@addr, @addr + @len) in @pid:
+ * anonymous (named by perf-<pid>.map) or memfd-backed (@memfd). A process
+ * with such code and no map when JIT_GRACE_NS is over is said to lose its
+ * symbols, once. An anonymous one's new part is kept for the doctor
+ * (jitregions.h: bounded per process and in all), until its exec or exit.
  */
-void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns);
+void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t addr, uint64_t len, bool memfd,
+			  uint64_t now_ns);
 /*
  * What /proc/<pid>/maps shows of (@pid, @start_ticks)'s JIT code now: the
  * gaps the kernel's reports leave (before the agent started, or records lost).
@@ -192,10 +195,19 @@ struct policy_jit {
 	uint64_t jit_bytes, memfd_bytes;
 	bool lost;
 	char comm[LOG_COMM_LEN];
+	uint32_t regions_kept;         /* its anonymous regions kept (policy__for_each_jit_region) */
+	uint64_t regions_not_kept;     /* ... and the parts reported past a bound */
 };
 /* Processes with JIT code, to @fn; the number with no map now in @lost. */
 void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
 			  void *ctx, uint64_t *lost);
+/* @pid's JIT code into @j: false when the table knows none (no process, or no code seen). */
+bool policy__jit_of(const struct policy *p, pid_t pid, struct policy_jit *j);
+/* @pid's anonymous executable regions kept, to @fn in address order. */
+void policy__for_each_jit_region(const struct policy *p, pid_t pid,
+				 void (*fn)(uint64_t addr, uint64_t len, void *ctx), void *ctx);
+/* Regions kept for all processes now (at most JITREGIONS_MAX). */
+size_t policy__jit_regions_kept(const struct policy *p);
 /* ---- jitdumps (policy_jitdump.c) ---- */
 
 enum jitdump_target {

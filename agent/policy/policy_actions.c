@@ -59,10 +59,51 @@ int policy__move_away(struct policy *p, pid_t pid, uint64_t start_ticks, enum ar
 	return err;
 }
 
+/*
+ * The ended process's map @mi made canonical where it stays, so that every
+ * consumer reads it right for the retention; @mi is the file at the path
+ * afterwards. Never under a writer: the store's read lease decides.
+ */
+static void canonicalize(struct policy *p, pid_t pid, struct map_info *mi, uint64_t now_ns)
+{
+	struct map_info now;
+	int err;
+
+	if (!p->store.ops->canonicalize || p->cfg.dry_run || mi->refused)
+		return;
+	if (!budget__take(p->canon_uid, mi->uid, 1, now_ns) ||
+	    !budget__take(p->canon_all, 0, 1, now_ns)) {
+		p->stats.retained_canonical_skipped++;
+		return;
+	}
+	err = p->store.ops->canonicalize(p->store.ctx, pid, mi);
+	if (err == -EALREADY)
+		return;
+	if (err == -EBUSY) {
+		p->stats.retained_canonical_busy++;
+		pr_debug("exit %d: %s/perf-%d.map is open for writing still; left as it is",
+			 (int)pid, p->cfg.map_dir, (int)pid);
+		return;
+	}
+	if (err) {
+		p->stats.retained_canonical_skipped++;
+		return;
+	}
+	p->stats.retained_canonical++;
+	if (!look(p, pid, 0, &now) && !now.refused)
+		*mi = now;
+	pr_info("exit %d: %s/perf-%d.map rewritten in canonical form for its retention (some consumer misread it)",
+		(int)pid, p->cfg.map_dir, (int)pid);
+}
+
 /* Keep @mi, the map of the ended process (@pid, @start_ticks), for the retention. */
-int policy__retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *mi,
+int policy__retain(struct policy *p, pid_t pid, uint64_t start_ticks, const struct map_info *in,
 		  bool orphan, uint64_t now_ns)
 {
+	struct map_info m = *in, *mi = &m;
+
+	if (!orphan)
+		canonicalize(p, pid, mi, now_ns);
 	struct retained r = {
 		.pid = pid, .start_ticks = start_ticks, .kind = RETAIN_EXITED,
 		.orphan = orphan, .uid = mi->uid,

@@ -48,6 +48,14 @@ struct copy_fault {
  * lose its symbols: past LOST_LINES_BURST lines of one uid, one a second;
  * the rest are counted (lost_symbols_unsaid), not said.
  */
+/*
+ * Exited processes' maps made canonical at their paths, in the event loop:
+ * each a read, and for the few some consumer misreads a rewrite and an
+ * fsync. At most CANON_RATE_PER_UID a second per uid, CANON_RATE for all;
+ * the rest stay as they are until archived (compacted then), counted.
+ */
+#define CANON_RATE_PER_UID 8
+#define CANON_RATE 32
 #define LOST_LINES_RATE 1
 #define LOST_LINES_BURST 64
 
@@ -66,6 +74,8 @@ struct policy {
 	struct budget *copy_budget;   /* bytes of copies per uid */
 	struct budget *loop_budget;   /* bytes of copies per uid made in the event loop */
 	struct budget *lost_lines;    /* "lost symbols" lines per uid (policy_jit.c) */
+	struct budget *canon_uid;     /* retained maps made canonical, per uid (policy_actions.c) */
+	struct budget *canon_all;     /* ... and by all uids together (the key 0) */
 	uint64_t tickets;             /* of copies sent to the worker */
 	struct policy_stats stats;
 	struct copy_fault copy_fault;

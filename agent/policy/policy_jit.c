@@ -35,7 +35,8 @@ static void watch(struct policy *p, struct proc *pr, uint64_t now_ns)
 	pr->jit.due_ns = w->due_ns;
 }
 
-void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd, uint64_t now_ns)
+void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t addr, uint64_t len, bool memfd,
+			  uint64_t now_ns)
 {
 	struct proc *pr = proctab_find(&p->procs, pid);
 
@@ -50,6 +51,10 @@ void policy__exec_mapping(struct policy *p, pid_t pid, uint64_t len, bool memfd,
 		pr->jit.memfd_bytes += len;
 	else
 		pr->jit.bytes += len;
+	/* perf resolves memfd code as a file: only anonymous regions are the map's to name. */
+	if (!memfd)
+		p->stats.jit_regions_not_kept += jitregions__add(&pr->jit.kept, &p->procs.jit_regions,
+								 addr, len);
 	watch(p, pr, now_ns);
 }
 
@@ -73,7 +78,8 @@ void policy__exec_mappings_found(struct policy *p, pid_t pid, uint64_t start_tic
 
 void policy__jit_exec(struct policy *p, struct proc *pr)
 {
-	(void)p;
+	/* The old image's mappings are gone with it. */
+	jitregions__clear(&pr->jit.kept, &p->procs.jit_regions);
 	/* A watch still queued for the old image is not the new one's (jit_due_ns): let go. */
 	pr->jit.bytes = pr->jit.memfd_bytes = 0;
 	pr->jit.due_ns = 0;
@@ -148,6 +154,16 @@ void policy__jit_tick(struct policy *p, uint64_t now_ns)
 	}
 }
 
+static void jit_of(const struct proc *pr, struct policy_jit *j)
+{
+	*j = (struct policy_jit){
+		.pid = pr->tgid, .regions = pr->jit.regions, .jit_bytes = pr->jit.bytes,
+		.memfd_bytes = pr->jit.memfd_bytes, .lost = pr->jit.state == JIT_LOST,
+		.regions_kept = pr->jit.kept.n, .regions_not_kept = pr->jit.kept.not_kept,
+	};
+	memcpy(j->comm, pr->comm, sizeof(j->comm));
+}
+
 void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy_jit *j, void *ctx),
 			  void *ctx, uint64_t *lost)
 {
@@ -163,12 +179,33 @@ void policy__for_each_jit(const struct policy *p, void (*fn)(const struct policy
 			continue;
 		if (pr->jit.state == JIT_LOST)
 			(*lost)++;
-		j = (struct policy_jit){
-			.pid = pr->tgid, .regions = pr->jit.regions, .jit_bytes = pr->jit.bytes,
-			.memfd_bytes = pr->jit.memfd_bytes, .lost = pr->jit.state == JIT_LOST,
-		};
-		memcpy(j.comm, pr->comm, sizeof(j.comm));
+		jit_of(pr, &j);
 		if (fn)
 			fn(&j, ctx);
 	}
+}
+
+bool policy__jit_of(const struct policy *p, pid_t pid, struct policy_jit *j)
+{
+	const struct proc *pr = proctab_find(&p->procs, pid);
+
+	if (!pr || pr->jit.state == JIT_NONE)
+		return false;
+	jit_of(pr, j);
+	return true;
+}
+
+void policy__for_each_jit_region(const struct policy *p, pid_t pid,
+				 void (*fn)(uint64_t addr, uint64_t len, void *ctx), void *ctx)
+{
+	const struct proc *pr = proctab_find(&p->procs, pid);
+	uint32_t i;
+
+	for (i = 0; pr && i < pr->jit.kept.n; i++)
+		fn(pr->jit.kept.v[i].addr, pr->jit.kept.v[i].len, ctx);
+}
+
+size_t policy__jit_regions_kept(const struct policy *p)
+{
+	return p->procs.jit_regions.kept;
 }

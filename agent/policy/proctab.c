@@ -6,11 +6,17 @@
 
 int proctab_init(struct proctab *t)
 {
+	t->jit_regions = (struct jitregions_pool){ .max = JITREGIONS_MAX };
 	return pidmap_init(&t->map, 1024);
 }
 
 void proctab_fini(struct proctab *t)
 {
+	struct pidmap_node *n, *next;
+	size_t i;
+
+	pidmap_for_each(&t->map, i, n, next)
+		jitregions__clear(&proc_of(n)->jit.kept, &t->jit_regions);
 	pidmap_fini(&t->map);
 }
 
@@ -28,6 +34,7 @@ struct proc *proctab_get(struct proctab *t, pid_t tgid, uint64_t start_ticks, bo
 		if (*fresh) {
 			struct pidmap_node node = p->node;
 
+			jitregions__clear(&p->jit.kept, &t->jit_regions);
 			memset(p, 0, sizeof(*p));
 			p->node = node;
 			p->tgid = tgid;
@@ -47,7 +54,11 @@ struct proc *proctab_get(struct proctab *t, pid_t tgid, uint64_t start_ticks, bo
 
 void proctab_remove(struct proctab *t, pid_t tgid)
 {
-	free(pidmap_remove(&t->map, tgid));
+	struct proc *p = (struct proc *)pidmap_remove(&t->map, tgid);
+
+	if (p)
+		jitregions__clear(&p->jit.kept, &t->jit_regions);
+	free(p);
 }
 
 size_t proctab_count(const struct proctab *t)

@@ -9,6 +9,7 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/pidmap.h"
+#include "policy/jitregions.h"
 
 enum proc_flags {
 	PROC_FOREIGN_NS = 1 << 0,  /* another mount or pid namespace, its map not mirrored: left alone */
@@ -52,6 +53,7 @@ struct proc_jit {
 	uint8_t state;             /* enum jit_state */
 	bool jitdump;              /* it produces a jitdump: its code is described there */
 	uint64_t due_ns;           /* its watch's: one queued for an earlier image is not it */
+	struct jitregions kept;    /* its anonymous regions, as the kernel's reports made them */
 };
 
 /* Where it runs when not in the agent's namespaces (policy_ns.c). */
@@ -89,12 +91,13 @@ enum jit_state {
 
 struct proctab {
 	struct pidmap map;
+	struct jitregions_pool jit_regions;   /* every process's jit.kept */
 };
 
 int proctab_init(struct proctab *t);
 void proctab_fini(struct proctab *t);
 struct proc *proctab_find(const struct proctab *t, pid_t tgid);
-/* Insert or reuse the entry of @tgid; a different start time resets it. */
+/* Insert or reuse the entry of @tgid; a different start time resets it (its regions freed too). */
 struct proc *proctab_get(struct proctab *t, pid_t tgid, uint64_t start_ticks, bool *fresh);
 void proctab_remove(struct proctab *t, pid_t tgid);
 size_t proctab_count(const struct proctab *t);

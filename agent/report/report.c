@@ -202,6 +202,13 @@ struct jit_lines {
 	unsigned int n;
 };
 
+static void put_jit(struct status_text *t, const struct policy_jit *j)
+{
+	status_text__put(t, "jit_%d: comm=%s regions=%u bytes=%llu memfd_bytes=%llu lost=%s\n",
+			 (int)j->pid, j->comm, j->regions, (unsigned long long)j->jit_bytes,
+			 (unsigned long long)j->memfd_bytes, j->lost ? "yes" : "no");
+}
+
 static void jit_line(const struct policy_jit *j, void *ctx)
 {
 	struct jit_lines *jl = ctx;
@@ -209,9 +216,7 @@ static void jit_line(const struct policy_jit *j, void *ctx)
 	if (j->lost != jl->lost || jl->n >= JITS_LISTED)
 		return;
 	jl->n++;
-	status_text__put(jl->t, "jit_%d: comm=%s regions=%u bytes=%llu memfd_bytes=%llu lost=%s\n",
-			 (int)j->pid, j->comm, j->regions, (unsigned long long)j->jit_bytes,
-			 (unsigned long long)j->memfd_bytes, j->lost ? "yes" : "no");
+	put_jit(jl->t, j);
 }
 
 /* The groups' lists: one line per mirror (PERFMAPD_LIST "mirror_"), per process with JIT code, per jitdump. */
@@ -238,6 +243,44 @@ size_t report__status(struct report *r, char *buf, size_t len)
 {
 	read_values(r, &r->values, true);
 	return status_render(&r->values, lists, r, buf, len);
+}
+
+/* One line per region kept (at most JITREGIONS_PER_PROC): "jit_region_<pid>: addr=0x... len=N". */
+struct region_lines {
+	struct status_text *t;
+	pid_t pid;
+};
+
+static void region_line(uint64_t addr, uint64_t len, void *ctx)
+{
+	struct region_lines *rl = ctx;
+
+	status_text__put(rl->t, "jit_region_%d: addr=0x%llx len=%llu\n", (int)rl->pid,
+			 (unsigned long long)addr, (unsigned long long)len);
+}
+
+size_t report__answer(struct report *r, const struct status_request *rq, char *buf, size_t len)
+{
+	struct status_text t = { .buf = buf, .cap = len };
+	struct region_lines rl = { .t = &t, .pid = rq->pid };
+	struct policy_jit j;
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (rq->kind != STATUS_REQ_PID) {
+		status_text__put(&t, "error: not a request: one line, \"pid N\"\n");
+		return t.len;
+	}
+	/* The first line tells the answer from a whole status, which an agent that takes no request sends. */
+	status_text__put(&t, "request: pid %d\n", (int)rq->pid);
+	if (!policy__jit_of(r->p.policy, rq->pid, &j))
+		return t.len;
+	put_jit(&t, &j);
+	status_text__put(&t, "jit_regions_%d: kept=%u not_kept=%llu\n", (int)rq->pid,
+			 j.regions_kept, (unsigned long long)j.regions_not_kept);
+	policy__for_each_jit_region(r->p.policy, rq->pid, region_line, &rl);
+	return t.len;
 }
 
 void report__metrics(struct report *r)

@@ -68,6 +68,12 @@ struct report *report__new(const struct report_pieces *p, const struct loop_stat
 void report__free(struct report *r);
 /* The status text into @buf: its length (cut to fit, always NUL-terminated). */
 size_t report__status(struct report *r, char *buf, size_t len);
+/*
+ * The answer to a client's request (instance.h) into @buf: for "pid N" a
+ * first line "request: pid N", then the process's JIT line, its regions'
+ * count and one line per region kept; for anything else an error line.
+ */
+size_t report__answer(struct report *r, const struct status_request *rq, char *buf, size_t len);
 /* The metrics rendered and published to the endpoint; nothing without one. */
 void report__metrics(struct report *r);
 

@@ -20,11 +20,11 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/mapname.h"
-#include "lib/nsroot.h"
 #include "lib/privs.h"
 #include "lib/procfs.h"
 #include "perfmap_tools.h"
@@ -62,10 +62,22 @@ struct target {
 	uint64_t seq;         /* the dump's functions up to this one are in it */
 	uint64_t removed;     /* the reader's removals when it was written whole */
 	uint64_t lines;
+	unsigned int tries;   /* looks for a process not in the table yet */
+};
+
+/* Ticks a pid in a dump's records is looked for in the table before it is taken to be gone. */
+#define TARGET_TRIES 20
+
+/* A uid's dumps' shared bound on what they keep (perfmap__jitdump_share()). */
+struct uid_budget {
+	uid_t uid;
+	unsigned int dumps;
+	struct perfmap_jitdump_budget b;
 };
 
 struct dump {
 	struct dump *next;
+	struct uid_budget *ub;
 	pid_t owner;
 	uint64_t owner_start;
 	uid_t uid;
@@ -85,14 +97,45 @@ struct dump {
 	char path[160];       /* escaped, for the status and the log */
 };
 
+/*
+ * Markers refused lately, by (pid, inode): the same marker mapped again and
+ * again (an mmap() loop costs its maker a microsecond, each look here a
+ * /proc read and an open) is weighed once, not at every report of it.
+ */
+#define REFUSED_RECENT 256
+
+struct refused_marker {
+	pid_t pid;
+	uint64_t ino;
+};
+
 struct jitdumps {
 	const char *map_dir;
 	int dirfd;
 	struct policy *p;
 	struct dump *dumps;
 	size_t n;
+	struct perfmap_jitdump_budget all;   /* every dump's together */
+	struct uid_budget *ubs[JITDUMPS_MAX]; /* one per uid with a dump, at most one per dump */
+	struct refused_marker refused[REFUSED_RECENT];
+	unsigned int refused_next;
 	struct jitdumps_stats st;
 };
+
+static bool refused_lately(const struct jitdumps *jd, pid_t pid, uint64_t ino)
+{
+	unsigned int i;
+
+	for (i = 0; i < REFUSED_RECENT; i++)
+		if (jd->refused[i].pid == pid && jd->refused[i].ino == ino)
+			return true;
+	return false;
+}
+
+static void note_refused(struct jitdumps *jd, pid_t pid, uint64_t ino)
+{
+	jd->refused[jd->refused_next++ % REFUSED_RECENT] = (struct refused_marker){ pid, ino };
+}
 
 struct jitdumps *jitdumps__new(const char *map_dir, int map_dir_fd, struct policy *p)
 {
@@ -103,16 +146,53 @@ struct jitdumps *jitdumps__new(const char *map_dir, int map_dir_fd, struct polic
 	jd->map_dir = map_dir;
 	jd->dirfd = map_dir_fd;
 	jd->p = p;
+	jd->all.max_funcs = JITDUMP_ALL_FUNCS_MAX;
+	jd->all.max_name_bytes = JITDUMP_ALL_NAME_BYTES_MAX;
 	return jd;
 }
 
-static void dump_free(struct dump *d)
+/* @uid's budget, made for its first dump: NULL without memory. */
+static struct uid_budget *uid_budget_get(struct jitdumps *jd, uid_t uid)
+{
+	struct uid_budget **slot = NULL;
+	unsigned int i;
+
+	for (i = 0; i < JITDUMPS_MAX; i++) {
+		if (jd->ubs[i] && jd->ubs[i]->uid == uid) {
+			jd->ubs[i]->dumps++;
+			return jd->ubs[i];
+		}
+		if (!jd->ubs[i] && !slot)
+			slot = &jd->ubs[i];
+	}
+	if (!slot || !(*slot = calloc(1, sizeof(**slot))))
+		return NULL;
+	**slot = (struct uid_budget){ .uid = uid, .dumps = 1,
+		.b = { .max_funcs = JITDUMP_UID_FUNCS_MAX, .max_name_bytes = JITDUMP_UID_NAME_BYTES_MAX } };
+	return *slot;
+}
+
+static void uid_budget_put(struct jitdumps *jd, struct uid_budget *ub)
+{
+	unsigned int i;
+
+	if (!ub || --ub->dumps)
+		return;
+	for (i = 0; i < JITDUMPS_MAX; i++)
+		if (jd->ubs[i] == ub)
+			jd->ubs[i] = NULL;
+	free(ub);
+}
+
+static void dump_free(struct jitdumps *jd, struct dump *d)
 {
 	if (!d)
 		return;
 	if (d->fd >= 0)
 		close(d->fd);
+	/* First: it gives back what it kept to the budgets. */
 	perfmap__jitdump_free(d->rd);
+	uid_budget_put(jd, d->ub);
 	free(d);
 }
 
@@ -124,7 +204,7 @@ void jitdumps__free(struct jitdumps *jd)
 		return;
 	for (d = jd->dumps; d; d = next) {
 		next = d->next;
-		dump_free(d);
+		dump_free(jd, d);
 	}
 	free(jd);
 }
@@ -161,29 +241,31 @@ static size_t dumps_of_uid(const struct jitdumps *jd, uid_t uid)
 
 /* ---- finding and opening a dump ---- */
 
-/* @path's dump opened inside @pid's root, refused as a container's map would be; @st as opened. */
-static int open_dump(pid_t pid, const char *path, struct stat *st, enum ns_refusal *why)
+/* Why a dump was refused, in words, from perfmap__jitdump_open()'s answer; NULL: it failed, not refused. */
+static const char *refusal_str(int err, enum perfmap_root_refusal why)
 {
-	const char *slash = strrchr(path, '/');
-	char dir[4096];
-	struct stat dst;
-	int dfd, fd;
-	size_t n;
-
-	*why = NSR_NONE;
-	if (!slash)
-		return -EINVAL;
-	n = (size_t)(slash - path);
-	if (n >= sizeof(dir))
-		return -ENAMETOOLONG;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	dfd = nsroot_open_dir(pid, n ? dir : "/", &dst, why);
-	if (dfd < 0)
-		return dfd;
-	fd = nsroot_open_file(dfd, slash + 1, 0, st, why);
-	close(dfd);
-	return fd;
+	switch (why) {
+	case PERFMAP_ROOT_DIR:
+		return "is behind a symlink or a non-directory in the process's root, refused";
+	case PERFMAP_ROOT_FUSE:
+		return "is on FUSE (or a mount its mount table does not show), whose server could hang the agent, refused";
+	case PERFMAP_ROOT_UNREACHABLE:
+		return "cannot be reached (its root or /proc refused it), refused";
+	case PERFMAP_ROOT_OK:
+		break;
+	}
+	switch (err) {
+	case -ELOOP:
+	case -EINVAL:
+	case -EMLINK:
+		return perfmap_open_strerror(err);
+	case -EPERM:
+		return "is owned by another uid than its process's, refused";
+	case -ESTALE:
+		return "is not the file it mapped (replaced since), refused";
+	default:
+		return NULL;
+	}
 }
 
 static void say_refused(struct jitdumps *jd, pid_t pid, const char *path, const struct stat *st,
@@ -198,7 +280,7 @@ static void say_refused(struct jitdumps *jd, pid_t pid, const char *path, const 
 static int admit(struct jitdumps *jd, const struct proc_info *pi, const char *path,
 		 uint64_t *start)
 {
-	pid_t named = jitdump_name_pid(path, strlen(path));
+	pid_t named = perfmap__jitdump_name_pid(path, strlen(path));
 
 	/* The producer names its dump by its own pid; a file named for another is not its dump. */
 	if (named != pi->pid && named != pi->ns_pid) {
@@ -222,7 +304,7 @@ static int admit(struct jitdumps *jd, const struct proc_info *pi, const char *pa
 	if (jd->n >= JITDUMPS_MAX || dumps_of_uid(jd, pi->uid) >= JITDUMPS_PER_UID) {
 		jd->st.jitdump_over_limit++;
 		if (log_first_time(0, pi->uid, "jitdump bound"))
-			pr_warn("jitdump %d: %s not read: uid %u has %d dumps read already (or all have %d); counted as jitdump_over_limit",
+			pr_warn("jitdump %d: %s not read: uid %u has %d dumps read already (or all have %d); counted as jitdump_over_limit (said once per uid)",
 				(int)pi->pid, path, (unsigned int)pi->uid, JITDUMPS_PER_UID,
 				JITDUMPS_MAX);
 		return -EMFILE;
@@ -232,56 +314,66 @@ static int admit(struct jitdumps *jd, const struct proc_info *pi, const char *pa
 
 void jitdumps__marker(struct jitdumps *jd, pid_t pid, const char *path, uint64_t ino)
 {
-	enum ns_refusal why;
+	enum perfmap_root_refusal why;
+	const char *refused;
 	struct proc_info pi;
 	uint64_t start;
 	struct stat st;
 	struct dump *d;
-	int fd;
+	int fd, err;
 
 	d = dump_of(jd, pid);
 	if (d && (!ino || d->ino == ino))
+		return;
+	if (refused_lately(jd, pid, ino))
 		return;
 	if (d || procfs_read(pid, &pi)) {
 		pr_debug("jitdump %d: %s: %s", (int)pid, path,
 			 d ? "another dump is read for it already" : "gone before it was looked at");
 		return;
 	}
-	if (admit(jd, &pi, path, &start))
+	err = admit(jd, &pi, path, &start);
+	if (err) {
+		/* Not in the table yet, or over a bound that may free up: weighed again at its next report. */
+		if (err != -ESRCH && err != -EMFILE)
+			note_refused(jd, pid, ino);
 		return;
-	fd = open_dump(pid, path, &st, &why);
+	}
+	/*
+	 * Inside its root, as a container's map is opened: no link followed, no
+	 * FIFO or device, not on FUSE, single-linked; the process's own file (a
+	 * link it made to another user's is not read for it); the inode the
+	 * kernel saw mapped, not one renamed over it since.
+	 */
+	fd = perfmap__jitdump_open(pid, path, pi.uid, ino, &st, &why);
 	if (fd < 0) {
-		if (why)
-			say_refused(jd, pid, path, NULL, ns_refusal_str(why));
+		refused = refusal_str(fd, why);
+		if (refused) {
+			say_refused(jd, pid, path, NULL, refused);
+			note_refused(jd, pid, ino);
+		}
 		return;
-	}
-	/* The process's own file: another user's (a link it made to theirs) is not read for it. */
-	if (st.st_uid != pi.uid) {
-		say_refused(jd, pid, path, &st, ns_refusal_str(NSR_OWNER));
-		goto close_fd;
-	}
-	/* The file the kernel saw mapped, not one renamed over it since. */
-	if (ino && st.st_ino != ino) {
-		say_refused(jd, pid, path, &st, "is not the file it mapped (replaced since), refused");
-		goto close_fd;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		goto close_fd;
 	d->rd = perfmap__jitdump_new();
-	if (!d->rd) {
+	d->ub = d->rd ? uid_budget_get(jd, pi.uid) : NULL;
+	if (!d->ub) {
+		perfmap__jitdump_free(d->rd);
 		free(d);
 		goto close_fd;
 	}
 	perfmap__jitdump_set_limits(d->rd, JITDUMP_FUNCS_MAX, JITDUMP_NAME_BYTES_MAX);
+	perfmap__jitdump_share(d->rd, &d->ub->b, &jd->all);
 	/* A header lying about its pid (perf's inject would take it for another process's): no record read. */
-	perfmap__jitdump_expect_pid(d->rd, (uint32_t)jitdump_name_pid(path, strlen(path)));
+	perfmap__jitdump_expect_pid(d->rd, (uint32_t)perfmap__jitdump_name_pid(path, strlen(path)));
 	d->fd = fd;
 	d->owner = pid;
 	d->owner_start = start;
 	d->uid = pi.uid;
 	d->gid = pi.gid;
-	d->name_pid = jitdump_name_pid(path, strlen(path));
+	d->name_pid = perfmap__jitdump_name_pid(path, strlen(path));
 	d->foreign = d->name_pid != pid;
 	d->dev = st.st_dev;
 	d->ino = st.st_ino;
@@ -668,6 +760,16 @@ static void sync_target(struct jitdumps *jd, struct dump *d, struct target *t)
 		d->waiting = true;
 		return;
 	case JITDUMP_TARGET_GONE:
+		/*
+		 * A child that wrote into its parent's dump before its fork was
+		 * read: alive (kill(pid, 0): EPERM is a process too), it is in
+		 * the table within a tick or two.
+		 */
+		if (t->state == T_NEW && t->tries++ < TARGET_TRIES &&
+		    (kill(t->pid, 0) == 0 || errno == EPERM)) {
+			d->waiting = true;
+			return;
+		}
 		t->state = T_DONE;
 		return;
 	case JITDUMP_TARGET_REFUSED:
@@ -765,7 +867,7 @@ void jitdumps__ended(struct jitdumps *jd, pid_t pid)
 		}
 		*pp = d->next;
 		jd->n--;
-		dump_free(d);
+		dump_free(jd, d);
 	}
 }
 

@@ -15,16 +15,22 @@
 struct policy;
 
 /*
- * What one uid can make the agent hold: dumps read at once, and in each the
- * functions and their names' bytes kept (past either, the dump stops being
- * read, said once: its map keeps what it had). Dumps of all uids at once:
- * JITDUMPS_MAX. Records read a tick: JITDUMP_RECORDS_PER_TICK for each dump,
- * JITDUMPS_RECORDS_PER_TICK for all.
+ * What producers can make the agent hold: dumps read at once (a fork pool
+ * of 64 workers, each with its dump, is one uid's), and the live functions
+ * and their names' bytes kept, for one dump, one uid's dumps together, and
+ * all dumps together (some 100 bytes a function besides its name). Past a
+ * bound the dump that would pass it stops being read, said once: its map
+ * keeps what it had. Records read a tick: JITDUMP_RECORDS_PER_TICK for each
+ * dump, JITDUMPS_RECORDS_PER_TICK for all.
  */
-#define JITDUMPS_PER_UID 8
-#define JITDUMPS_MAX 256
+#define JITDUMPS_PER_UID 64
+#define JITDUMPS_MAX 1024
 #define JITDUMP_FUNCS_MAX (256u << 10)
 #define JITDUMP_NAME_BYTES_MAX (32u << 20)
+#define JITDUMP_UID_FUNCS_MAX (512u << 10)
+#define JITDUMP_UID_NAME_BYTES_MAX (64u << 20)
+#define JITDUMP_ALL_FUNCS_MAX (2u << 20)
+#define JITDUMP_ALL_NAME_BYTES_MAX (256u << 20)
 #define JITDUMP_RECORDS_PER_TICK 8192
 #define JITDUMPS_RECORDS_PER_TICK 32768
 /* Maps written from one dump: its producer's and its descendants' (more: counted, not written). */

@@ -21,6 +21,7 @@
 #include "lib/mapname.h"
 #include "mirror/mirror.h"
 #include "lib/procfs.h"
+#include "store/canon.h"
 #include "store/store.h"
 
 struct store {
@@ -246,6 +247,13 @@ static int store_ns_end(void *ctx, pid_t pid, struct map_info *mi)
 	return s->mirrors ? mirrors__end(s->mirrors, pid, mi, clock_boot_ns()) : -ENOENT;
 }
 
+static int store_canon(void *ctx, pid_t pid, const struct map_info *mi)
+{
+	struct store *s = ctx;
+
+	return store_canonicalize(s->cfg.map_dir_fd, s->cfg.map_dir, pid, CANON_MAX_BYTES, mi);
+}
+
 static const struct mapstore_ops store_ops = {
 	.look = store_look,
 	.entries = store_entries,
@@ -257,6 +265,7 @@ static const struct mapstore_ops store_ops = {
 	.copy_defer = store_copy_defer,
 	.copy_settle = store_copy_settle,
 	.archive = store_archive,
+	.canonicalize = store_canon,
 	.ns_attach = store_ns_attach,
 	.ns_sync = store_ns_sync,
 	.ns_copy = store_ns_copy,

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -187,6 +188,13 @@ int perfmap__parse_duration(const char *s, uint64_t *out);
 #define PERFMAPD_RUN_DIR "/run/perfmapd"
 
 /*
+ * The name a jitdump is archived under beside its map: "perf-<rest>.map"
+ * gives "jit-<rest>.dump" (perf-42-1234.map: jit-42-1234.dump). 0, -EINVAL
+ * for a name that is no archived map's, -ENAMETOOLONG.
+ */
+int perfmap__archived_dump_name(const char *map_name, char *buf, size_t len);
+
+/*
  * The extended attribute `perfmapctl restore` sets on a map it put back: the
  * name of the archived map it copied. The agent deletes such a map after its
  * retention, rather than archiving it a second time, while that archived map
@@ -337,6 +345,42 @@ struct perfmap_corr {
 int perfmap__correlate(struct perfmap_reader *r, const struct perfmap_vmas *vs,
 		       struct perfmap_corr *out);
 
+/* ---- inside another process's root (procroot.c) ---- */
+
+/* Why a directory in a process's root was not opened, when refused rather than failed. */
+enum perfmap_root_refusal {
+	PERFMAP_ROOT_OK,
+	PERFMAP_ROOT_DIR,          /* a symlink on the way, or not a directory */
+	PERFMAP_ROOT_FUSE,         /* on FUSE (or a mount its table does not show): a lookup could hang */
+	PERFMAP_ROOT_UNREACHABLE,  /* its root cannot be reached (/proc refused it) */
+};
+
+/*
+ * The directory @path (absolute, as the process sees it) inside @pid's root,
+ * resolved there without following any link (openat2 RESOLVE_IN_ROOT), as an
+ * O_PATH fd; its identity in @st. -errno, with @why set when refused rather
+ * than failed (-ESRCH/-ENOENT: the process or the directory is gone).
+ */
+int perfmap__root_open_dir(pid_t pid, const char *path, struct stat *st,
+			   enum perfmap_root_refusal *why);
+/*
+ * Is mount @id on FUSE ("fuse", "fuse.<name>", "fuseblk"), by the mount
+ * table @f (/proc/<pid>/mountinfo)? 1 or 0; -ENOENT when the table does not
+ * show it. The file system itself is never asked.
+ */
+int perfmap__mountinfo_fuse(FILE *f, uint64_t id);
+/* The pid of a path whose last component (of @len bytes) is "jit-<pid>.dump", perf's marker; else 0. */
+pid_t perfmap__jitdump_name_pid(const char *path, size_t len);
+/*
+ * A jitdump at @path (absolute, as @pid sees it) opened for reading inside
+ * @pid's root, as a map of a process not trusted is: no link followed, no
+ * FIFO or device, single-linked, regular, @owner's, and the inode @ino (0:
+ * any) the kernel saw mapped (-ESTALE). The fd, or -errno (@why set when the
+ * directory was refused).
+ */
+int perfmap__jitdump_open(pid_t pid, const char *path, uid_t owner, uint64_t ino,
+			  struct stat *st, enum perfmap_root_refusal *why);
+
 /* ---- jitdump files, jit-<pid>.dump (jitdump.c) ---- */
 
 /*
@@ -353,6 +397,8 @@ int perfmap__correlate(struct perfmap_reader *r, const struct perfmap_vmas *vs,
 #define PERFMAP_JITDUMP_DEBUG_MAX (16u << 20)     /* debug info read whole; larger: skipped */
 #define PERFMAP_JITDUMP_FUNCS_MAX (1u << 20)      /* live functions */
 #define PERFMAP_JITDUMP_NAME_BYTES_MAX (256u << 20) /* their names, as kept */
+#define PERFMAP_JITDUMP_LINES_BYTES_MAX (256u << 20) /* line tables kept, all of them */
+#define PERFMAP_JITDUMP_FILE_MAX 4095u            /* a line entry's file name, as kept */
 
 /* Why a dump stopped being read: the first malformed record or header. */
 enum perfmap_jitdump_stop {
@@ -385,8 +431,14 @@ struct perfmap_jitdump_stats {
 	uint64_t moves;          /* JIT_CODE_MOVE records */
 	uint64_t moves_unmatched; /* naming no live function at its old address */
 	uint64_t debug_info;     /* JIT_CODE_DEBUG_INFO records, validated */
-	uint64_t debug_entries;  /* their line entries (the tables are not kept) */
+	uint64_t debug_entries;  /* their line entries */
 	uint64_t debug_unread;   /* larger than PERFMAP_JITDUMP_DEBUG_MAX: skipped */
+	/* With perfmap__jitdump_keep_lines() only: */
+	uint64_t lines_tables;   /* line tables kept now, on live functions */
+	uint64_t lines_bytes;    /* their bytes, at most the bound */
+	uint64_t lines_over;     /* tables not kept: the bound was reached */
+	uint64_t lines_unattached; /* debug records followed by no load of their code_addr,
+				    * or with no entry in its code */
 	uint64_t closes;         /* JIT_CODE_CLOSE */
 	uint64_t skipped;        /* JIT_CODE_UNWINDING_INFO and unknown ids */
 	uint64_t replaced;       /* live functions a later load or move overlapped: gone */
@@ -443,9 +495,50 @@ uint32_t perfmap__jitdump_next_pid(const struct perfmap_jitdump *j, uint32_t aft
 void perfmap__jitdump_set_limits(struct perfmap_jitdump *j, uint64_t max_funcs,
 				 uint64_t max_name_bytes);
 /*
+ * Bounds shared by several readers (a uid's dumps, all dumps): the live
+ * functions and their names' bytes kept by all of them together. A reader
+ * counts what it keeps in the budgets it shares (perfmap__jitdump_share(),
+ * before its first read) and gives it back when freed; past a budget's
+ * bound, the reader that would pass it stops, TOO_MANY.
+ */
+struct perfmap_jitdump_budget {
+	uint64_t funcs, name_bytes;           /* kept now */
+	uint64_t max_funcs, max_name_bytes;
+};
+/* @a and @b (either may be NULL) outlive @j. */
+void perfmap__jitdump_share(struct perfmap_jitdump *j, struct perfmap_jitdump_budget *a,
+			    struct perfmap_jitdump_budget *b);
+/*
  * The header must name @pid (the N of jit-N.dump): else the reading stops
  * at the header (PID_MISMATCH), before any record. Before the first read.
  */
 void perfmap__jitdump_expect_pid(struct perfmap_jitdump *j, uint32_t pid);
+/*
+ * Keep the line tables of JIT_CODE_DEBUG_INFO records, @max_bytes for all of
+ * them at most (capped at PERFMAP_JITDUMP_LINES_BYTES_MAX; 0, the default:
+ * none, as a reader writing perf maps needs none). A record's table goes to
+ * the function the next load at its code_addr makes (perf's order: the
+ * debug record comes first; a record naming the code of the load just
+ * before it goes to that function too), its entries outside that code left
+ * out, and goes with it (replaced, moved away); one past the bound is not
+ * kept (stats.lines_over). Before the first read.
+ */
+void perfmap__jitdump_keep_lines(struct perfmap_jitdump *j, uint64_t max_bytes);
+
+/* What names an address of a dump's code. */
+struct perfmap_jitdump_sym {
+	const char *name;        /* NUL-terminated, cut and sanitized as the map's line */
+	size_t name_len;
+	uint64_t start, size;    /* the function's code */
+	const char *file;        /* the line entry at or below the address: its file, or NULL */
+	uint32_t line;           /* and its line (0 without a file) */
+};
+/*
+ * The live function of @pid (the pid its records carry) holding @addr,
+ * and its source line when its table is kept: 0 with @out, whose strings
+ * live until the next read or the free, or -ENOENT.
+ */
+int perfmap__jitdump_lookup(const struct perfmap_jitdump *j, uint32_t pid, uint64_t addr,
+			    struct perfmap_jitdump_sym *out);
 
 #endif /* PERFMAP_TOOLS_H */

@@ -2,7 +2,8 @@
  * libperfmap-profile: sample processes on every CPU with BPF, count their
  * stacks in the kernel, and name each frame: JIT code by the perf maps
  * perfmapd keeps right (/tmp/perf-<pid>.map, or its archive once the
- * process is gone), native code by its ELF symbols and DWARF lines
+ * process is gone) and by the jitdump the process maps (jit-<pid>.dump,
+ * read by the profiler itself), native code by its ELF symbols and DWARF lines
  * (elfutils' libdwfl), the kernel by /proc/kallsyms.
  *
  * The API follows LuaJIT's profiler (luaJIT_profile_start, _stop and
@@ -50,7 +51,7 @@ extern "C" {
 
 /*
  * Where a frame is, the letters of `perfmapctl profile -j v`:
- * J JIT code a perf map names, U anonymous executable code no map names
+ * J JIT code a perf map or jitdump names, U anonymous executable code none names
  * (lost symbols), I a runtime's interpreter loop, G a runtime's garbage
  * collector, C native code in a file, K the kernel.
  */
@@ -65,10 +66,10 @@ enum perfmap_frame_state {
 };
 
 struct perfmap_symbol {
-	const char *module;   /* the ELF file, the perf map, or "[kernel]"; "[unknown]" in no mapping read */
+	const char *module;   /* the ELF file, the perf map, the jitdump, or "[kernel]"; "[unknown]" in no mapping read */
 	const char *name;     /* the symbol or JIT name; NULL when none names the address */
 	uint64_t offset;      /* from the symbol's start; from the module's when no name */
-	const char *file;     /* source file: DWARF's, or the one a JIT name carries; NULL */
+	const char *file;     /* source file: DWARF's, a jitdump's line table's, or the one a JIT name carries; NULL */
 	int line;             /* its line, 0 when unknown */
 	char state;           /* enum perfmap_frame_state */
 };
@@ -85,7 +86,8 @@ struct perfmap_symbolizer;
 PERFMAP_PROFILE_API struct perfmap_symbolizer *
 perfmap_symbolizer_new(const struct perfmap_symbolizer_opts *opts);
 /*
- * Read what names @pid's code now: its mappings and its perf map. The
+ * Read what names @pid's code now: its mappings, its perf map and the
+ * jitdumps it maps (read on at each later read and at its exit). The
  * lookup does it for a process it has not seen; a profiler calls it at a
  * process's fork and exec, while the process is there to be read. @ppid:
  * the parent whose mappings a forked child shares until it execs (0: none).

@@ -12,13 +12,20 @@
  * ones (--overlap), a `0x`-prefixed line for the second page (--hex), and
  * (--gap) in place of the second entry one at 0xf00-0x1000 alone, leaving
  * 0x800-0xf00 of the code below it unnamed.
- * Regions are separated by PROT_NONE pages so that the kernel never merges
- * them. The map is <dir>/perf-<pid>.map, opened O_APPEND|O_CREAT as CPython
+ *
+ * --adjacent, in place of the named pages: three anonymous executable pages
+ * mapped by three mmaps, each beside the last, never written (written pages
+ * get anonymous memory of their own, which the kernel does not merge), so
+ * that /proc/<pid>/maps shows them as one mapping; entries name 0x10 bytes
+ * of the first two, none the third ("adjacent" and "adjacent_unnamed").
+ * Other regions are separated by PROT_NONE pages so that the kernel never
+ * merges them. The map is <dir>/perf-<pid>.map, opened O_APPEND|O_CREAT as CPython
  * does (pid as the process sees it); a map it cannot open is skipped, as
  * CPython skips it. It prints "KIND 0xADDR" lines, then "ready", and pauses
  * until killed.
  *
  *   jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex] [--gap]
+ *          [--adjacent]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +41,7 @@
 
 struct opts {
 	const char *dir;
-	int unnamed, freed, memfd, dup, overlap, hex, gap;
+	int unnamed, freed, memfd, dup, overlap, hex, gap, adjacent;
 };
 
 static int map_fd = -1;
@@ -63,12 +70,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "overlap", no_argument, NULL, 'o' },
 		{ "hex", no_argument, NULL, 'x' },
 		{ "gap", no_argument, NULL, 'g' },
+		{ "adjacent", no_argument, NULL, 'a' },
 		{ 0 },
 	};
 	int opt;
 
 	o->dir = "/tmp";
-	while ((opt = getopt_long(argc, argv, "d:ufmDoxg", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:ufmDoxga", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd': o->dir = optarg; break;
 		case 'u': o->unnamed = 1; break;
@@ -78,6 +86,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'o': o->overlap = 1; break;
 		case 'x': o->hex = 1; break;
 		case 'g': o->gap = 1; break;
+		case 'a': o->adjacent = 1; break;
 		default: return -1;
 		}
 	}
@@ -97,6 +106,21 @@ static char *code_page(char *reserve, int page, size_t pages)
 	return p;
 }
 
+/* Pages 10 to 12 of the reserve, each its own mmap beside the last: the kernel merges them. */
+static char *adjacent_pages(char *reserve)
+{
+	char *p = reserve + 10 * PAGE;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (mmap(p + i * PAGE, PAGE, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+			perror("jitdoc: mmap");
+			exit(2);
+		}
+	return p;
+}
+
 int main(int argc, char **argv)
 {
 	char path[4096], *reserve, *named, *unnamed = NULL, *freed = NULL, *mem = NULL;
@@ -104,14 +128,17 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (parse(argc, argv, &o)) {
-		fprintf(stderr, "usage: jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex] [--gap]\n");
+		fprintf(stderr, "usage: jitdoc [--dir DIR] [--unnamed] [--freed] [--memfd] [--dup] [--overlap] [--hex] [--gap] [--adjacent]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	reserve = mmap(NULL, 16 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (reserve == MAP_FAILED)
 		return 2;
-	named = code_page(reserve, 1, 2);
+	if (o.adjacent)
+		named = adjacent_pages(reserve);
+	else
+		named = code_page(reserve, 1, 2);
 	if (o.unnamed)
 		unnamed = code_page(reserve, 5, 1);
 	if (o.freed)
@@ -131,11 +158,16 @@ int main(int argc, char **argv)
 	if (map_fd < 0)
 		fprintf(stderr, "jitdoc: %s: %s (going on without a map, as CPython does)\n", path,
 			strerror(errno));
-	entry((uintptr_t)named, 0x800, "jit::named_a", 0);
-	if (o.gap)
-		entry((uintptr_t)named + 0xf00, 0x100, "jit::named_top", 0);
-	else
-		entry((uintptr_t)named + 0x800, 0x800, "jit::named_b", 0);
+	if (o.adjacent) {
+		entry((uintptr_t)named, 0x10, "jit::adjacent_a", 0);
+		entry((uintptr_t)named + PAGE, 0x10, "jit::adjacent_b", 0);
+	} else {
+		entry((uintptr_t)named, 0x800, "jit::named_a", 0);
+		if (o.gap)
+			entry((uintptr_t)named + 0xf00, 0x100, "jit::named_top", 0);
+		else
+			entry((uintptr_t)named + 0x800, 0x800, "jit::named_b", 0);
+	}
 	if (o.dup)
 		entry((uintptr_t)named, 0x800, "jit::named_a", 0);
 	if (o.overlap)
@@ -147,7 +179,12 @@ int main(int argc, char **argv)
 	if (mem)
 		entry((uintptr_t)mem, 0x100, "jit::in_memfd", 0);
 
-	printf("named 0x%lx\n", (unsigned long)(uintptr_t)named);
+	if (o.adjacent) {
+		printf("adjacent 0x%lx\n", (unsigned long)(uintptr_t)named);
+		printf("adjacent_unnamed 0x%lx\n", (unsigned long)(uintptr_t)named + 2 * PAGE);
+	} else {
+		printf("named 0x%lx\n", (unsigned long)(uintptr_t)named);
+	}
 	if (unnamed)
 		printf("unnamed 0x%lx\n", (unsigned long)(uintptr_t)unnamed);
 	if (freed)

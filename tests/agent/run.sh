@@ -1378,6 +1378,58 @@ test_late_report() {
 	done <"$WORK/late_report.out"
 }
 
+# perfmapctl restore and doctor ask the running agent for its archive: an
+# agent started with --archive-dir needs it said only once. A JIT's map goes
+# to that archive after a short retention; restore by pid and by a
+# perf.data's records, and doctor of the pid gone, find it with no
+# --archive-dir (before, restore looked in the default archive and said
+# "the archive has no map of this pid").
+test_restore_agent_archive() {
+	local d a r=$WORK/ra pid out rc data=$WORK/restore-agent.data  # r: short, the socket name holds d
+	local RUN_DIR=$r  # status_of asks this agent
+	local label=restore_agent_archive ctl=("$BUILD/perfmapctl")
+	start_scenario restore_agent "$label" --retention 1s --run-dir "$r" || return
+	"$FORKJIT" --dir "$d" --entries 20 --prefix restorable &
+	pid=$!
+	wait "$pid"
+	check "$label: the JIT's map went to the agent's archive ($a) after the retention" \
+		wait_for 20 eval "[ ! -e '$d/perf-$pid.map' ] && archived '$a' '$pid' restorable_" ||
+		{ stop_agent; return; }
+
+	out=$("${ctl[@]}" restore --map-dir "$d" --run-dir "$r" "$pid" 2>&1)
+	rc=$?
+	check "$label: restore PID without --archive-dir exits 0: '$out'" test "$rc" = 0
+	check "$label: it wrote the archived map back, all 20 entries" \
+		eval "grep -q '^restore $pid: wrote $d/perf-$pid.map from perf-$pid-' <<<\"\$out\" && map_has '$d/perf-$pid.map' restorable 20"
+	if grep -q "not marked as restored" <<<"$out"; then  # a file system without user. xattrs
+		check "$label: the agent archives the restored map again after its retention" \
+			wait_for 20 test ! -e "$d/perf-$pid.map"
+	else
+		check "$label: the agent deletes the restored map after its retention, not archiving it again" \
+			wait_for 20 eval "[ ! -e '$d/perf-$pid.map' ] && status_ge '$d' restored_dropped 1"
+	fi
+
+	python3 "$HERE/../cli/mkperfdata.py" "$data" --comm "$pid" forkjit \
+		--mmap2 "$pid" 0x7f5000000000 0x1000 7 //anon
+	out=$("${ctl[@]}" restore --map-dir "$d" --run-dir "$r" --perf-data "$data" 2>&1)
+	rc=$?
+	check "$label: restore --perf-data without --archive-dir exits 0: '$out'" test "$rc" = 0
+	check "$label: it restored the recorded pid's map from the agent's archive" \
+		eval "grep -q '^restore $pid: wrote $d/perf-$pid.map' <<<\"\$out\" && map_has '$d/perf-$pid.map' restorable 20"
+	wait_for 20 test ! -e "$d/perf-$pid.map"
+	python3 "$HERE/../cli/mkperfdata.py" "$data" --comm 2000000011 jit \
+		--mmap2 2000000011 0x7f5000000000 0x1000 7 //anon
+	out=$("${ctl[@]}" restore --map-dir "$d" --run-dir "$r" --perf-data "$data" 2>&1)
+	check "$label: a recorded pid the archive lacks: the agent's archive named, and whose: '$out'" \
+		grep -qF "but the archive $a (perfmapd's, for $d) has no map of this pid" <<<"$out"
+
+	out=$("${ctl[@]}" doctor --map-dir "$d" --run-dir "$r" "$pid" 2>&1)
+	rc=$?
+	check "$label: doctor of the pid gone exits 2 and finds its map in the agent's archive: '$out'" \
+		eval "[ $rc = 2 ] && grep -qF \"the archive $a (perfmapd's, for $d) holds \" <<<\"\$out\" && grep -qF \"of pid $pid, the newest perf-$pid-\" <<<\"\$out\""
+	stop_agent || fail "$label: perfmapd exited non-zero"
+}
+
 # ---- running them ----
 
 scenario_done() {

@@ -11,7 +11,7 @@ BG=()
 checks=0
 failures=0
 # Every check below is counted; a scenario whose checks stopped running must not look green.
-EXPECTED=167
+EXPECTED=208
 
 R=  # restore's hand-built archive and map directory, in /var/tmp
 JITPIDS=()  # CPython's -X perf_jit runs: each leaves /tmp/jit-<pid>.dump (and perf's jitted-<pid>-*.so)
@@ -285,6 +285,21 @@ check "$S: mode 0600" is "$(stat -c %a "$M/perf-$P1.map")" 600
 check "$S: the archived map's owner" is "$(stat -c %u "$M/perf-$P1.map")" "$(stat -c %u "$A/perf-$P1-$S2.map")"
 check "$S: its contents, byte for byte" same_content "$A/perf-$P1-$S2.map" "$M/perf-$P1.map"
 
+S="restore: no agent and no --archive-dir"
+# fails CMD...: CMD exits 1 or 2 (which depends on the host here); its output in $T/out.
+fails() {
+	local rc
+	timeout 20 "$@" >"$T/out" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || [ $rc -eq 2 ] || { echo "'$*' exited $rc, want 1 or 2" >&2; return 1; }
+}
+check "$S: the default archive, and why it is the one read" \
+	eval 'fails "$CTL" restore --map-dir "$M" --run-dir "$T/no-run" 2000000009 && grep -qF "/var/lib/perfmapd/archive (the default: no perfmapd runs for $M)" "$T/out"'
+check "$S: nothing written" absent 2000000009
+check "$S: --run-dir without its DIR: exit 2" exits 2 "$CTL" restore --map-dir "$M" 2000000009 --run-dir
+check "$S: --help names --run-dir and the archive's choice" \
+	eval '"$CTL" restore --help | grep -q -- "--run-dir DIR" && "$CTL" restore --help | grep -q "the perfmapd running for"'
+
 S="restore: a file at the path"
 echo "7f0000009000 10 runtime_own_fn" >"$M/perf-$P1.map"
 before=$(sum "$M/perf-$P1.map")
@@ -366,6 +381,31 @@ rm -f "$M"/perf-*.map
 check "$S: one restored, one not found: exit 1" exits 1 "${RST[@]}" "$P1" 2000000009
 check "$S: one line each" eval '[ "$(grep -c "restore $P1: wrote\|restore 2000000009: .*no archived map" "$T/out")" = 2 ]'
 
+S="restore: the jitdump beside the map"
+PJ=2000000011
+archive "perf-$PJ-$HZ.map" "$NOW" "7f0000007000 10 jitdumped_fn"
+printf 'DTiJ\0\0\0binary\n\0' >"$A/jit-$PJ-$HZ.dump"
+JB=$(stat -c %s "$A/jit-$PJ-$HZ.dump")
+check "$S: exit 0" exits 0 "${RST[@]}" "$PJ"
+check "$S: the map restored" restored "$PJ" jitdumped_fn
+check "$S: the dump beside it, byte for byte" same_content "$A/jit-$PJ-$HZ.dump" "$M/jit-$PJ.dump"
+check "$S: said on a line of its own" out_has "restore $PJ: wrote $M/jit-$PJ.dump from jit-$PJ-$HZ.dump (its jitdump, $JB bytes)"
+check "$S: mode 0600, the archived dump's owner" \
+	is "$(stat -c '%a %u' "$M/jit-$PJ.dump")" "600 $(stat -c %u "$A/jit-$PJ-$HZ.dump")"
+rm -f "$M/perf-$PJ.map"
+echo "a runtime's own dump" >"$M/jit-$PJ.dump"
+before=$(sum "$M/jit-$PJ.dump")
+check "$S: a file at the dump's path: exit 1" exits 1 "${RST[@]}" "$PJ"
+check "$S: a file at the dump's path: the map restored all the same" restored "$PJ" jitdumped_fn
+check "$S: a file at the dump's path: refused, said" \
+	out_has "restore $PJ: $M/jit-$PJ.dump: a file is there; the jitdump jit-$PJ-$HZ.dump not restored, nothing written there"
+check "$S: a file at the dump's path: untouched" unchanged "$M/jit-$PJ.dump" "$before"
+rm -f "$M/perf-$PJ.map" "$M/jit-$PJ.dump"
+check "$S: --dry-run: exit 0" exits 0 "${RST[@]}" --dry-run "$PJ"
+check "$S: --dry-run: says it would write the dump" out_has "would write $M/jit-$PJ.dump from jit-$PJ-$HZ.dump"
+check "$S: --dry-run: writes nothing" eval 'absent "$PJ" && [ ! -e "$M/jit-$PJ.dump" ]'
+rm -f "$A/perf-$PJ-$HZ.map" "$A/jit-$PJ-$HZ.dump"
+
 S="restore --perf-data"
 rm -f "$M"/perf-*.map
 P5=2000000005
@@ -394,7 +434,7 @@ check "$S: --dry-run: exit 0" exits 0 "${RST[@]}" --dry-run --perf-data "$R/rec.
 check "$S: --dry-run: writes nothing" eval 'absent "$P5" && absent "$P6"'
 $MKPD "$R/nomap.data" --comm 2000000008 jit --mmap2 2000000008 0x7f8000000000 0x1000 5 //anon
 check "$S: JIT code but no archived map: exit 1" exits 1 "${RST[@]}" --perf-data "$R/nomap.data"
-check "$S: JIT code but no archived map: said" out_has "restore 2000000008: $M/perf-2000000008.map: perf recorded anonymous executable code, but the archive has no map of this pid"
+check "$S: JIT code but no archived map: said, naming the archive" out_has "restore 2000000008: $M/perf-2000000008.map: perf recorded anonymous executable code, but the archive $A has no map of this pid"
 $MKPD "$R/z.data" --comm "$P5" jit --compressed
 check "$S: compressed records: exit 2" exits 2 "${RST[@]}" --perf-data "$R/z.data"
 check "$S: compressed records: how to read them" out_has "perf inject"
@@ -463,6 +503,63 @@ assert j["map_dir"] == "/tmp" and j["jit_4242"].startswith("comm=node")
 ' "$T/out" "$T/status.txt"
 check "$S: --all --json: the JSON, whole" eval '"${STATUS[@]}" --all --json | python3 -c "import json, sys; assert len(json.load(sys.stdin)) > 130"'
 check "$S: --help names --all" eval '"$CTL" status --help | grep -q -- "--all"'
+
+# ---- restore and doctor: the archive of the agent running for the map directory (the stand-in) ----
+S="restore: the agent's archive"
+rm -f "$SD"/perf-*.map
+# A pid doctor takes (under pid_max) and no process holds, with two archived maps.
+GP=4194300
+while [ -e "/proc/$GP" ]; do GP=$((GP - 1)); done
+archive "perf-$GP-$HZ.map" $((BOOT + UP / 4)) "7f0000001000 10 gone_first_fn"
+archive "perf-$GP-$S2.map" $((BOOT + UP / 2)) "7f0000002000 10 gone_last_fn"
+agent_archive() { { grep -v '^archive_dir: ' "$SAMPLE"; [ -z "$1" ] || echo "archive_dir: $1"; } >"$T/status.txt"; }
+agent_archive "$A"
+RSA=("$CTL" restore --map-dir "$SD" --run-dir "$SR")
+check "$S: without --archive-dir: exit 0" exits 0 "${RSA[@]}" "$P1"
+check "$S: without --archive-dir: the agent's archive read" eval 'grep -qs c_last_fn "$SD/perf-$P1.map"'
+rm -f "$SD/perf-$P1.map"
+check "$S: a pid it lacks: exit 1" exits 1 "${RSA[@]}" 2000000009
+check "$S: a pid it lacks: the archive named, and whose it is" \
+	out_has "restore 2000000009: $SD/perf-2000000009.map: no archived map in $A (perfmapd's, for $SD); nothing written"
+check "$S: --perf-data: exit 0" exits 0 "${RSA[@]}" --perf-data "$R/rec.data"
+check "$S: --perf-data: the agent's archive read" eval 'grep -qs jit_evidence_fn "$SD/perf-$P5.map"'
+check "$S: --perf-data, a pid it lacks: exit 1" exits 1 "${RSA[@]}" --perf-data "$R/nomap.data"
+check "$S: --perf-data, a pid it lacks: the archive named, and whose it is" \
+	out_has "but the archive $A (perfmapd's, for $SD) has no map of this pid"
+rm -f "$SD"/perf-*.map
+mkdir -m 700 "$R/other-archive"
+check "$S: --archive-dir wins: exit 1" exits 1 "${RSA[@]}" --archive-dir "$R/other-archive" "$P1"
+check "$S: --archive-dir wins: read, and said as given" out_has "no archived map in $R/other-archive; nothing written"
+agent_archive "$R/gone"
+check "$S: the agent's archive missing: exit 2" exits 2 "${RSA[@]}" "$P1"
+check "$S: the agent's archive missing: said, and whose" \
+	out_has "restore: archive $R/gone (perfmapd's, for $SD): No such file or directory"
+agent_archive ""
+check "$S: an agent that does not say its archive: the default, and why" \
+	eval 'fails "${RSA[@]}" 2000000009 && grep -qF "/var/lib/perfmapd/archive (the default: perfmapd for $SD did not say its archive)" "$T/out"'
+check "$S: nothing written by the refusals" eval '! ls "$SD" | grep -q perf-'
+
+S="doctor: a pid gone"
+agent_archive "$A"
+check "$S: exit 2" exits 2 "$CTL" doctor --map-dir "$SD" --run-dir "$SR" "$GP"
+check "$S: no process, said" out_has "doctor: no process $GP"
+check "$S: the agent's archive holds its maps: the newest, and the restore that puts it back" \
+	out_has "doctor: the archive $A (perfmapd's, for $SD) holds 2 maps of pid $GP, the newest perf-$GP-$S2.map (archived "
+check "$S: the restore names the options it needs" \
+	out_has "'perfmapctl restore --map-dir $SD --run-dir $SR $GP' puts it back at $SD/perf-$GP.map"
+check "$S: that restore puts the newest back" \
+	eval '"$CTL" restore --map-dir "$SD" --run-dir "$SR" "$GP" >/dev/null && grep -qs gone_last_fn "$SD/perf-$GP.map"'
+rm -f "$SD/perf-$GP.map"
+GN=$((GP - 1))
+while [ -e "/proc/$GN" ]; do GN=$((GN - 1)); done
+check "$S: none archived: exit 2" exits 2 "$CTL" doctor --map-dir "$SD" --run-dir "$SR" "$GN"
+check "$S: none archived: said" out_has "doctor: the archive $A (perfmapd's, for $SD) holds no map of pid $GN either"
+check "$S: no agent, --archive-dir: exit 2" exits 2 "$CTL" doctor --map-dir "$M" --run-dir "$T/no-run" --archive-dir "$A" "$GP"
+check "$S: no agent, --archive-dir: read, and the restore names it" \
+	out_has "holds 2 maps of pid $GP, the newest perf-$GP-$S2.map"
+check "$S: no agent, --archive-dir: the restore names it" out_has "'perfmapctl restore --map-dir $M --archive-dir $A $GP'"
+check "$S: no agent: the default, and why" \
+	eval '"$CTL" doctor --map-dir "$M" --run-dir "$T/no-run" "$GP" >"$T/out" 2>&1; grep -qF "/var/lib/perfmapd/archive (the default: no perfmapd runs for $M)" "$T/out"'
 
 # ---- perfmapctl jitdump: a jitdump converted into a perf map ----
 JW=${JITDUMP_WRITER:-$(dirname "$CTL")/tests/jitdump_writer}

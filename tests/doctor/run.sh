@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # perfmapctl doctor against live processes: the test JIT (tests/agent/jitdoc.c)
 # with named, unnamed, freed and memfd regions, in containers, as another user,
-# and real runtimes where present (CPython 3.12+, Node). No agent is started:
-# the doctor must work without one and says so.
+# and real runtimes where present (CPython 3.12+, Node), and a jitdump producer
+# (tests/jitdump/jitprod.c). The doctor must work without an agent and says
+# so; only the jitdump_agent and adjacent_mmaps scenarios start one, on a
+# private map, run and archive directory under $WORK.
 #
 #   tests/doctor/run.sh BUILD_DIR [SCENARIO...]
 #
@@ -16,12 +18,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d /var/tmp/perfmapd-doctor.XXXXXX)
 chmod 755 "$WORK"
 . "$HERE/../agent/lib.sh"
+. "$HERE/../jitdump/prod.sh"
 
 CTL=$BUILD/perfmapctl
 JITDOC=$BUILD/tests/jitdoc
+JITPROD=$BUILD/tests/jitprod
 PIDS=()      # every process started, killed at exit
 cleanup() {
-	kill_all "${PIDS[@]}"
+	kill_all "${PIDS[@]}" "${PROD_JOBS[@]}"
+	cleanup_agent
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -449,6 +454,258 @@ PY
 	stop "$srv"
 	rm -f "$sock"
 	stop "$JIT"
+}
+
+# Three adjacent anonymous pages, each its own mmap, the map naming the first two: the
+# kernel shows them as one mapping, so without the agent only low_coverage; the agent
+# kept each mmap, and the doctor names the third page by its address and length.
+mmaps_kept() {
+	"$CTL" doctor --json --map-dir "$1" --run-dir "$2" "$3" 2>/dev/null | jq -e ".agent.mmaps.kept == $4" >/dev/null
+}
+test_adjacent_mmaps() {
+	local d run=$WORK/mmaps-run out=$WORK/adj.out j=$WORK/adj.json t=$WORK/adj.txt first third sock
+	d=$(new_dir)
+	jit "$out" --dir "$d" --adjacent || return
+	first=$(addr adjacent "$out") third=$(addr adjacent_unnamed "$out")
+	check "the kernel merged the three pages into one mapping" \
+		grep -q "^${first#0x}-$(printf '%x' $((third + 0x1000))) r-xp " "/proc/$JIT/maps"
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$JIT"
+	check "no agent: low_coverage alone (got $(codes "$j"))" [ "$(codes "$j")" = "low_coverage:warning:0" ]
+	jq_is "no agent: one mapping, no unnamed region, no mmaps" "$j" \
+		'.mappings.exec_anon_regions == 1 and .mappings.unnamed_regions == 0 and (.agent | has("mmaps") | not)'
+	stop "$JIT"
+
+	mkdir -p "$run"
+	if ! start_agent "$WORK/mmaps-agent.log" --map-dir "$d" --run-dir "$run" --archive-dir "$WORK/mmaps-archive"; then
+		skip "perfmapd did not start here: $(grep -m1 -i 'error\|cannot' "$WORK/mmaps-agent.log")"
+		return
+	fi
+	if ! "$CTL" status --all --map-dir "$d" --run-dir "$run" | grep -qx "exec_mappings_source: perf-mmap2"; then
+		skip "no mmap reports here: $("$CTL" status --all --map-dir "$d" --run-dir "$run" | grep exec_mappings)"
+		stop_agent
+		return
+	fi
+	jit "$out" --dir "$d" --adjacent || return
+	first=$(addr adjacent "$out") third=$(addr adjacent_unnamed "$out")
+	check "the agent kept the three mmaps" wait_for 10 mmaps_kept "$d" "$run" "$JIT" 3
+	doctor "$j" --map-dir "$d" --run-dir "$run" "$JIT"
+	check "agent: low_coverage and unnamed_mmaps (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "low_coverage:warning:0 unnamed_mmaps:info:1" ]
+	jq_is "unnamed_mmaps names the third page's address" "$j" \
+		".findings[] | select(.code == \"unnamed_mmaps\") | .addresses == [\"$third\"]"
+	jq_is "its cause gives its address and length" "$j" \
+		".findings[] | select(.code == \"unnamed_mmaps\") | .cause | endswith(\"(so /proc/$JIT/maps shows no unnamed region): $third (4.0 KiB)\")"
+	jq_is "the agent's mmaps, each a page as its mmap made it, the third unnamed" "$j" \
+		".agent.mmaps == {\"kept\": 3, \"not_kept\": 0, \"regions\": [{\"address\": \"$first\", \"bytes\": 4096, \"mapped\": true, \"named\": true}, {\"address\": \"$(printf '0x%x' $((first + 0x1000)))\", \"bytes\": 4096, \"mapped\": true, \"named\": true}, {\"address\": \"$third\", \"bytes\": 4096, \"mapped\": true, \"named\": false}]}"
+	"$CTL" doctor --map-dir "$d" --run-dir "$run" "$JIT" >"$t"
+	check "table: the agent's mmaps" grep -qx "  mmaps seen          3 kept (0 more not kept); 3 still mapped, 1 of them named by no entry" "$t"
+	check "table: the finding at the third page" grep -qx "           at $third" "$t"
+
+	# The socket: nothing sent is the whole status, as before; a bound client's late line is
+	# awaited; an unbound client's late line is not; a bound client sending nothing gets an error.
+	check "status: the whole status, no region lines" \
+		sh -c "'$CTL' status --all --map-dir '$d' --run-dir '$run' | grep -q '^jit_$JIT: comm=jitdoc ' && ! '$CTL' status --all --map-dir '$d' --run-dir '$run' | grep -q '^jit_region_[0-9]'"
+	sock=$(ls "$run"/*.sock)
+	python3 - "$sock" "$JIT" >"$WORK/adj-sock.out" 2>&1 <<'PY'
+import socket, sys, time
+path, pid = sys.argv[1], sys.argv[2]
+def ask(bind, req, delay=0):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    if bind:
+        s.bind("")
+    s.connect(path)
+    time.sleep(delay)
+    try:
+        if req:
+            s.sendall(req)
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return out.decode()
+            out += b
+    except OSError as e:
+        return "oserror"
+req = b"pid %s\n" % pid.encode()
+print("nothing:", ask(False, None).split("\n")[0].split(":")[0])
+print("bound late:", ask(True, req, 0.3).split("\n")[0])
+print("bound late regions:", ask(True, req, 0.2).count("jit_region_%s: " % pid))
+print("unbound late:", ask(False, req, 0.3).split("\n")[0].split(":")[0])
+t = time.time()
+print("bound nothing:", ask(True, None).strip(), round(time.time() - t) <= 2)
+print("bound bad:", ask(True, b"pid x\n").strip())
+PY
+	check "socket: nothing sent, the whole status" grep -qx "nothing: pid" "$WORK/adj-sock.out"
+	check "socket: a bound client's late request answered" grep -qx "bound late: request: pid $JIT" "$WORK/adj-sock.out"
+	check "socket: its 3 region lines" grep -qx "bound late regions: 3" "$WORK/adj-sock.out"
+	check "socket: an unbound client's late request is not awaited (the whole status, or the agent gone by the send)" \
+		grep -qE "^unbound late: (pid|oserror)\$" "$WORK/adj-sock.out"
+	check "socket: a bound client sending nothing: an error line within 2 s" \
+		grep -qx 'bound nothing: error: not a request: one line, "pid N" True' "$WORK/adj-sock.out"
+	check "socket: a bad request: an error line" \
+		grep -qx 'bound bad: error: not a request: one line, "pid N"' "$WORK/adj-sock.out"
+	stop "$JIT"
+	stop_agent || fail "perfmapd exited non-zero"
+}
+
+# ---- jitdumps (issue 22) ----
+
+# The test producer, driven through a FIFO: prod_start, prod, prod_end (tests/jitdump/prod.sh).
+
+
+# A dump and no map, no agent: the dump named with what it holds, and what perf
+# needs without a map; the offline map the fix names then makes it healthy.
+test_jitdump_no_agent() {
+	local d dumps j=$WORK/jd.json t=$WORK/jd.txt
+	d=$(new_dir) dumps=$(new_dir)
+	prod_start jd "$JITPROD" "$dumps" || return
+	prod jd load fn_alpha && prod jd load fn_beta && prod jd move fn_alpha && prod jd debug fn_beta || return
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$PROD"
+	check "jitdump, no map, no agent: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "jitdump_no_map alone, a warning, for 2 functions; no generic no_map (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "jitdump_no_map:warning:2" ]
+	jq_is "the dump found by its marker, and what it holds" "$j" \
+		".jitdump | .path == \"$DUMP\" and .named_pid == $PROD and .header_pid == $PROD and .records == 4 and .functions == 2 and .loads == 2 and .moves == 1 and .moves_unmatched == 0 and .debug_info == 1 and .debug_entries == 3 and .torn_bytes == 0 and .malformed == null and .uid == 0 and .bytes > 0 and .map == \"no_agent\""
+	jq_is "the cause names the dump, the missing map, and who reads a dump" "$j" \
+		".findings[0].cause == \"jitprod $PROD describes its JIT code in the jitdump $DUMP (2 functions) and has no $d/perf-$PROD.map, and no perfmapd runs to write one: only perf reads a jitdump, after \u0060perf record -k mono\u0060 and \u0060perf inject -j\u0060; bcc, bpftrace, blazesym and perf without inject see hex\""
+	jq_is "the fix: perf's record and inject, perfmapd, or perfmapctl jitdump -o the map" "$j" \
+		".findings[0].fix == \"record with \u0060perf record -k mono\u0060, then \u0060perf inject -j -i perf.data -o jit.data\u0060 and report jit.data; or run perfmapd, which writes the map from the dump as it grows; or write a map now: perfmapctl jitdump $DUMP -o $d/perf-$PROD.map\""
+	"$CTL" doctor --map-dir "$d" --run-dir "$WORK/no-run" "$PROD" >"$t"
+	check "table: the dump's path, size and owner" grep -qE "^  path       $DUMP: [0-9]+ bytes, uid 0, mode 0600\$" "$t"
+	check "table: what it holds" grep -qx "  holds      2 functions live: 2 loads, 1 move (0 unmatched), 1 debug info record (3 lines), 0 closes, 0 skipped" "$t"
+	check "table: no map written, no agent" grep -qx "  perf map   no agent to write one; $d/perf-$PROD.map is not there" "$t"
+	check "table: the finding" grep -q "^  WARNING  jitdump_no_map: jitprod $PROD describes its JIT code in the jitdump $DUMP" "$t"
+
+	# The fix's offline map: the doctor then finds it, and the dump needs nothing more.
+	"$CTL" jitdump "$DUMP" -o "$d/perf-$PROD.map" 2>/dev/null
+	check "perfmapctl jitdump wrote the map the fix names" test -s "$d/perf-$PROD.map"
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$PROD"
+	check "with the offline map: healthy, exit 0 (got $RC; $(codes "$j"))" [ "$RC" = 0 ]
+	jq_is "with the offline map: its 2 entries name the producer's code" "$j" \
+		'.map.entries == 2 and .map.entries_in_anon == 2 and .jitdump.map == "no_agent"'
+	prod_end jd
+}
+
+# A torn last record, then a malformed one (a record of size 0): both said, with
+# the offset and reason of the malformed one.
+test_jitdump_torn_malformed() {
+	local d dumps j=$WORK/jt.json t=$WORK/jt.txt size
+	d=$(new_dir) dumps=$(new_dir)
+	prod_start jt "$JITPROD" "$dumps" || return
+	prod jt load fn_alpha && prod jt torn fn_torn || return
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$PROD"
+	jq_is "torn: the whole function read, the torn bytes counted" "$j" \
+		'.jitdump | .functions == 1 and .loads == 1 and .torn_bytes > 0 and .malformed == null'
+	check "torn: jitdump_torn, an info, beside jitdump_no_map (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "jitdump_no_map:warning:1 jitdump_torn:info:$(jq .jitdump.torn_bytes "$j")" ]
+	jq_is "torn: the cause names the dump and the bytes" "$j" \
+		".findings[1].cause == \"the last record of $DUMP is incomplete ($(jq .jitdump.torn_bytes "$j") bytes at its end): the runtime is writing it, or stopped in the middle of it\""
+	"$CTL" doctor --map-dir "$d" --run-dir "$WORK/no-run" "$PROD" >"$t"
+	check "torn: the table says so" grep -qE "^  torn       [0-9]+ bytes at its end, not a whole record yet\$" "$t"
+
+	prod jt finish || return
+	size=$(stat -c %s "$DUMP")
+	prod jt rawrec 0 0 || return
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$PROD"
+	check "malformed: exit 1 (got $RC)" [ "$RC" = 1 ]
+	check "malformed: jitdump_malformed and jitdump_no_map, no torn (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "jitdump_malformed:warning:1 jitdump_no_map:warning:2" ]
+	jq_is "malformed: the reason and offset, the functions before it read" "$j" \
+		".jitdump | .functions == 2 and .malformed == {\"reason\": \"record size below what its kind holds\", \"offset\": $size, \"in_header\": false}"
+	jq_is "malformed: the cause" "$j" \
+		".findings[0].cause == \"jitprod $PROD's jitdump $DUMP has a malformed record at offset $size: record size below what its kind holds; the 2 functions read before it are named, nothing after it is read (perfmapd stops there too)\""
+	"$CTL" doctor --map-dir "$d" --run-dir "$WORK/no-run" "$PROD" >"$t"
+	check "malformed: the table says where and why" \
+		grep -qx "  stopped    a malformed record at offset $size: record size below what its kind holds" "$t"
+	prod_end jt
+}
+
+# A dump with a second hard link (perhaps to another user's file): refused, never read, said.
+test_jitdump_refused() {
+	local d dumps j=$WORK/jr.json
+	d=$(new_dir) dumps=$(new_dir)
+	prod_start jr "$JITPROD" "$dumps" || return
+	prod jr load fn_alpha || return
+	ln "$DUMP" "$dumps/linked"
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$PROD"
+	check "a hard-linked dump: jitdump_refused and jitdump_no_map (got $(codes "$j"))" \
+		[ "$(codes "$j")" = "jitdump_refused:warning:1 jitdump_no_map:warning:0" ]
+	jq_is "refused for its second link, nothing read" "$j" \
+		'.jitdump | .refused == "has more than one hard link, refused" and (has("records") | not)'
+	prod_end jr
+}
+
+# A producer in a container (its own pid and mount namespace, a tmpfs /tmp): its
+# dump is reached through its root, and the offline map the fix names is written.
+test_jitdump_container() {
+	local d j=$WORK/jc.json fd upid host
+	d=$(new_dir)
+	rm -f "$WORK/jc.in"
+	mkfifo -m 0600 "$WORK/jc.in"
+	unshare -m -p --fork --mount-proc --propagation private \
+		sh -c "mount -t tmpfs tmpfs /tmp && exec '$JITPROD' /tmp" <"$WORK/jc.in" >"$WORK/jc.out" 2>&1 &
+	upid=$!
+	PIDS+=("$upid")
+	exec {fd}>"$WORK/jc.in"
+	PFD[jc]=$fd
+	PREPLIES[jc]=1
+	wait_for 10 grep -q "^ready " "$WORK/jc.out" || { fail "jitprod in a container did not get ready: $(cat "$WORK/jc.out")"; return; }
+	host=$(awk '{ print $1 }' "/proc/$upid/task/$upid/children")
+	PIDS+=("$host")
+	prod jc load fn_in_container || return
+	doctor "$j" --map-dir "$d" --run-dir "$WORK/no-run" "$host"
+	check "container: jitdump_no_map alone (got $(codes "$j"))" [ "$(codes "$j")" = "jitdump_no_map:warning:1" ]
+	jq_is "container: the dump read through its root, named for its pid there" "$j" \
+		".jitdump | .path == \"/proc/$host/root/tmp/jit-1.dump\" and .named_pid == 1 and .header_pid == 1 and .functions == 1"
+	"$CTL" jitdump "/proc/$host/root/tmp/jit-1.dump" -o "$d/perf-$host.map" 2>/dev/null
+	check "container: the fix's perfmapctl jitdump names its function" grep -q " fn_in_container\$" "$d/perf-$host.map"
+	exec {PFD[jc]}>&-
+	kill -9 "$host" 2>/dev/null
+	wait "$upid" 2>/dev/null
+}
+
+# With the agent: the map it writes from the dump, and a producer's own map left alone.
+test_jitdump_agent() {
+	local d dumps run=$WORK/agent-run j=$WORK/ja.json t=$WORK/ja.txt m own
+	d=$(new_dir) dumps=$(new_dir)
+	mkdir -p "$run"
+	if ! start_agent "$WORK/agent.log" --map-dir "$d" --run-dir "$run" --archive-dir "$WORK/archive"; then
+		skip "perfmapd did not start here: $(grep -m1 -i 'error\|cannot' "$WORK/agent.log")"
+		return
+	fi
+	prod_start ja "$JITPROD" "$dumps" || return
+	m=$d/perf-$PROD.map
+	prod ja load fn_alpha && prod ja load fn_beta || return
+	check "the agent wrote $m from the dump" wait_for 10 grep -qs " fn_beta\$" "$m"
+	doctor "$j" --map-dir "$d" --run-dir "$run" "$PROD"
+	check "map written by perfmapd: healthy, exit 0 (got $RC; $(codes "$j"))" [ "$RC" = 0 ]
+	jq_is "the dump's map is written by perfmapd, as its status says" "$j" \
+		'.jitdump.map == "written" and .jitdump.functions == 2 and .agent.jitdump.map == "written" and .agent.jitdump.maps_written == 1 and .agent.jitdump.stopped == false and .map.entries == 2'
+	"$CTL" doctor --map-dir "$d" --run-dir "$run" "$PROD" >"$t"
+	check "table: written by perfmapd" grep -qx "  perf map   written by perfmapd: $m (1 map written from the dump)" "$t"
+	check "table: the agent's line for the dump" grep -qE "^  this jitdump        [0-9]+ records, 2 functions; map written, 1 written; stopped: no\$" "$t"
+	prod_end ja
+
+	# A process writing its own map beside its dump keeps it: the doctor says which case.
+	prod_start jo "$JITPROD" "$dumps" || return
+	m=$d/perf-$PROD.map
+	prod jo region || return
+	own=$(awk '$1 == "region" { print $2 }' "$WORK/jo.out")
+	printf '%x 100 own_fn\n' $((own + 0x80000)) >"$m"
+	chmod 600 "$m"
+	prod jo load fn_dumped || return
+	check "the agent takes the map for the process's own" \
+		wait_for 10 eval '"$CTL" status --all --map-dir "$d" --run-dir "$run" | grep -q "^jitdump_$PROD: .* map=own_map "'
+	doctor "$j" --map-dir "$d" --run-dir "$run" "$PROD"
+	jq_is "its own map: said so, left as it was" "$j" \
+		'.jitdump.map == "own_map" and .agent.jitdump.map == "own_map" and .map.entries == 1 and ([.findings[].code] | index("jitdump_no_map") | not)'
+	"$CTL" doctor --map-dir "$d" --run-dir "$run" "$PROD" >"$t"
+	check "table: the process's own map" \
+		grep -qx "  perf map   the process's own: it writes $m itself, and perfmapd leaves it untouched" "$t"
+	check "its map untouched" grep -qx "$(printf '%x' $((own + 0x80000))) 100 own_fn" "$m"
+	prod_end jo
+	stop_agent || fail "perfmapd exited non-zero"
 }
 
 # A sanitized build (BUILD_DIR=build/asan-agent): a report from perfmapctl fails the scenario.

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the jitdump reader on any bytes. No crash, memory within
  * its bounds, the map it writes read clean by libperfmap's reader and
- * checker, and the dump fed in arbitrary chunks read as when fed whole.
+ * checker, and the dump fed in arbitrary chunks read as when fed whole,
+ * line tables and lookups too (kept up to a bound small enough to be met).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,13 +14,55 @@
 #include "perfmap.h"
 #include "perfmap_tools.h"
 
+/* Small enough that a few tables reach it: the bound's path is taken too. */
+#define LINES_BOUND 600u
+
 struct result {
 	long rc;
 	struct perfmap_jitdump_stats st;
 	char *map;
 	size_t map_len;
 	long lines;
+	uint64_t lookups;    /* a hash of what each map line's first and last byte look up to */
 };
+
+static uint64_t hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 0x100000001b3ull;
+	return h;
+}
+
+/* Each function of the map, looked up at its first and last byte: its very name, and a line within bounds. */
+static uint64_t lookups(const struct perfmap_jitdump *j, const struct result *r)
+{
+	const char *p = r->map, *nl, *name;
+	struct perfmap_jitdump_sym sym;
+	uint64_t h = 0xcbf29ce484222325ull, start, size, at;
+	char *end;
+	int k;
+
+	for (; (nl = strchr(p, '\n')); p = nl + 1) {
+		start = strtoull(p, &end, 16);
+		size = strtoull(end, &end, 16);
+		name = end + 1;
+		for (k = 0; k < 2; k++) {
+			at = k ? start + size - 1 : start;
+			REQUIRE(perfmap__jitdump_lookup(j, r->st.pid, at, &sym) == 0);
+			REQUIRE(sym.start == start && sym.size == size);
+			REQUIRE(sym.name_len == (size_t)(nl - name) && !memcmp(sym.name, name, sym.name_len));
+			REQUIRE(!sym.file || (strlen(sym.file) <= PERFMAP_JITDUMP_FILE_MAX && *sym.file));
+			h = hash(h, &at, sizeof(at));
+			if (sym.file) {
+				h = hash(h, sym.file, strlen(sym.file));
+				h = hash(h, &sym.line, sizeof(sym.line));
+			}
+		}
+	}
+	return h;
+}
 
 static char *map_text(const struct perfmap_jitdump *j, uint32_t pid, size_t *len, long *lines)
 {
@@ -46,6 +89,9 @@ static void finish(struct perfmap_jitdump *j, long rc, struct result *out)
 	out->rc = rc;
 	out->st = *perfmap__jitdump_stats(j);
 	out->map = map_text(j, out->st.pid, &out->map_len, &out->lines);
+	out->lookups = lookups(j, out);
+	REQUIRE(out->st.lines_bytes <= LINES_BOUND && out->st.lines_tables <= out->st.funcs);
+	REQUIRE(!out->st.lines_tables == !out->st.lines_bytes);
 	REQUIRE(out->st.funcs <= PERFMAP_JITDUMP_FUNCS_MAX);
 	REQUIRE(out->st.name_bytes <= PERFMAP_JITDUMP_NAME_BYTES_MAX);
 	REQUIRE(out->st.funcs <= out->st.loads);
@@ -60,6 +106,7 @@ static void whole(const uint8_t *data, size_t size, struct result *out)
 	long rc;
 
 	REQUIRE(j && fd >= 0);
+	perfmap__jitdump_keep_lines(j, LINES_BOUND);
 	REQUIRE(write(fd, data, size) == (ssize_t)size);
 	rc = perfmap__jitdump_read(j, fd, 0);
 	REQUIRE(rc >= 0 || rc == -EBADMSG);
@@ -83,6 +130,7 @@ static void chunked(const uint8_t *data, size_t size, struct result *out)
 	long rc = 0;
 
 	REQUIRE(j && fd >= 0);
+	perfmap__jitdump_keep_lines(j, LINES_BOUND);
 	while (off < size) {
 		n = 1 + fuzz_num(data, size, k * 7 + 3, 1) % 97;
 		if (n > size - off)
@@ -140,6 +188,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	REQUIRE(a.st.funcs == b.st.funcs && a.st.replaced == b.st.replaced);
 	REQUIRE(a.st.debug_entries == b.st.debug_entries && a.st.skipped == b.st.skipped);
 	REQUIRE(a.map_len == b.map_len && !memcmp(a.map, b.map, a.map_len));
+	REQUIRE(a.st.lines_tables == b.st.lines_tables && a.st.lines_bytes == b.st.lines_bytes);
+	REQUIRE(a.st.lines_over == b.st.lines_over &&
+		a.st.lines_unattached == b.st.lines_unattached);
+	REQUIRE(a.lookups == b.lookups);
 	free(a.map);
 	free(b.map);
 	return 0;

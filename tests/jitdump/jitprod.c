@@ -19,6 +19,7 @@
  *   run MS                      every live function run for MS ms   "ran"
  *   region                      where the code is, nothing written "region 0xADDR"
  *   close                       JIT_CODE_CLOSE            "closed"
+ *   exec PATH [ARG]             replaces its image (no dump any more) "exec PATH"
  *   exit                        exits 0
  *
  * Hostile dumps, for the security scenarios:
@@ -113,8 +114,13 @@ static int find(const char *name)
 
 static uint64_t load_at(struct jdb *b, uint32_t pid, uint64_t addr, const char *name, size_t hold)
 {
+	static uint64_t code_index;
+
 	jdb_load(b, pid, addr, SLOT, name);
 	stamp(b, 0);
+	/* A code index of its own: perf inject -j names each function's ELF file by it. */
+	code_index++;
+	memcpy(b->p + 48, &code_index, 8);
 	put(b, hold);
 	if (nfuncs < FUNCS) {
 		snprintf(funcs[nfuncs].name, sizeof(funcs[nfuncs].name), "%s", name);
@@ -310,6 +316,12 @@ int main(int argc, char **argv)
 			printf("closed\n");
 		} else if (!strcmp(cmd, "exit")) {
 			break;
+		} else if (!strcmp(cmd, "exec")) {
+			/* Another image at the same pid: its old map and dump are the old image's. */
+			printf("exec %s\n", a1);
+			fflush(stdout);
+			execl(a1, a1, a2[0] ? a2 : NULL, (char *)NULL);
+			return 3;
 		} else if (hostile(&b, cmd, a1, a2)) {
 			;
 		} else {

@@ -5,7 +5,8 @@
 # after the child is gone (from retention, and from the archive); a command
 # run under the profiler with its children; the letters on real samples;
 # folded stacks; what -j a opens for an unprivileged JIT, and what it must
-# not; CPython -X perf where present; and the errors.
+# not; a jitdump producer named from its dump alone, its source lines too;
+# CPython -X perf where present; and the errors.
 #
 #   tests/profile/run.sh BUILD_DIR [SCENARIO...]
 #
@@ -22,6 +23,7 @@ chmod 755 "$WORK"
 CTL=$BUILD/perfmapctl
 SPLIT=$BUILD/tests/splitjit
 STACKGEN=$BUILD/bench/stackgen
+JITPROD=$BUILD/tests/jitprod
 PIDS=()
 cleanup() {
 	cleanup_agent
@@ -445,6 +447,94 @@ annotate_checks() {
 	[ "$RC" = 0 ] || sed 's/^/    /' "$out" "$out.err" | head -60
 }
 
+# jp_start DIR: the test jitdump producer (tests/jitdump/jitprod.c), its dump
+# in DIR, driven through a FIFO, one reply line per command in $WORK/jp.out;
+# sets JP_PID and JP_DUMP once it is ready. jp COMMAND: a command, its reply
+# awaited; jp_send COMMAND and jp_wait: a command whose reply comes later.
+jp_start() {
+	rm -f "$WORK/jp.in" "$WORK/jp.out"
+	mkfifo -m 600 "$WORK/jp.in"
+	"$JITPROD" "$1" <"$WORK/jp.in" >"$WORK/jp.out" 2>&1 &
+	PIDS+=($!)
+	exec {JP_FD}>"$WORK/jp.in"
+	JP_N=1
+	wait_for 10 grep -q "^ready " "$WORK/jp.out" || return 1
+	read -r _ JP_PID JP_DUMP <"$WORK/jp.out"
+}
+jp_replies() { [ "$(wc -l <"$WORK/jp.out")" -ge "$JP_N" ]; }
+jp_send() { echo "$*" >&"$JP_FD"; JP_N=$((JP_N + 1)); }
+jp_wait() { wait_for 30 jp_replies; }
+jp() { jp_send "$@" && jp_wait; }
+jp_end() { echo exit >&"$JP_FD"; exec {JP_FD}>&-; wait_for 10 gone "$JP_PID"; }
+# jp_profile OUT ARGS...: the producer runs its functions while perfmapctl profile samples it for 2 s.
+jp_profile() {
+	local out=$1
+	shift
+	jp_send run 3000
+	profile "$out" -d 2 -p "$JP_PID" "$@"
+	jp_wait
+}
+# dump_named FILE NAME: -j F names NAME from the dump (jit-PID.dump:NAME), with 10 % or more.
+share_of() { awk -v k="$2" '$2 == k { sub("%", "", $1); print $1; exit }' "$1"; }
+named_ge() { local n; n=$(share_of "$1" "$2"); [ "${n:-0}" -ge "$3" ]; }
+# lines_ge FILE PCT: the samples l puts on /app/jitprod.js's lines 10 to 12 (jitprod's debug info).
+lines_ge() {
+	[ "$(awk '$2 ~ /^\/app\/jitprod\.js:1[0-2]$/ { sub("%", "", $1); n += $1 } END { print n + 0 }' "$1")" -ge "$2" ]
+}
+
+# A jitdump producer without perfmapd and without a perf map: the profiler
+# finds its dump by its marker (the dump mapped executable), reads it inside
+# the process's root, and names jd_hot and jd_cold from it; l gives the
+# lines of their debug info (/app/jitprod.js:10 to 12), which no name
+# carries. Then with perfmapd, whose map names them the same: the map
+# names them, l still gives the dump's lines. Last, the dump chowned to
+# another uid under the running producer: not its own file, it names nothing.
+test_jitdump() {
+	local m dir=$WORK/jd out=$WORK/jitdump
+	[ -x "$JITPROD" ] || { fail "jitdump: $JITPROD is missing (make $JITPROD)"; return; }
+	mkdir -p "$dir"
+	m=$(new_maps)
+	jp_start "$dir" || { fail "jitdump: the producer did not start ($(head -c 200 "$WORK/jp.out"))"; return; }
+	jp load jd_hot && jp debug jd_hot && jp load jd_cold && jp debug jd_cold ||
+		{ fail "jitdump: the producer did not answer ($(tail -c 200 "$WORK/jp.out"))"; return; }
+	check "jitdump: no perfmapd, no perf map of the producer" test ! -e "$m/perf-$JP_PID.map"
+	jp_profile "$out.F" -j F --map-dir "$m" --archive-dir "$WORK/nowhere"
+	check "jitdump: F names jd_hot from the dump alone ($(grep -m1 jd_hot "$out.F"))" \
+		named_ge "$out.F" "jit-$JP_PID.dump:jd_hot" 10
+	check "jitdump: ...and jd_cold ($(grep -m1 jd_cold "$out.F"))" \
+		named_ge "$out.F" "jit-$JP_PID.dump:jd_cold" 10
+	check "jitdump: nothing said about unnamed samples ($(head -c 300 "$out.F.err"))" test ! -s "$out.F.err"
+	jp_profile "$out.v" -j v --map-dir "$m" --archive-dir "$WORK/nowhere"
+	check "jitdump: v counts them as JIT code ($(grep JIT "$out.v" | head -2 | tr '\n' ' '))" \
+		jit_named_ge "$out.v" 90
+	jp_profile "$out.pl" -j pl --map-dir "$m" --archive-dir "$WORK/nowhere"
+	check "jitdump: pl gives the dump's source lines, /app/jitprod.js:10 to 12 ($(head -2 "$out.pl" | tr '\n' ' '))" \
+		lines_ge "$out.pl" 80
+	jp_profile "$out.fl" -j fl --map-dir "$m" --archive-dir "$WORK/nowhere"
+	check "jitdump: fl gives each function its lines (jd_hot -- jitprod.js:1x)" \
+		eval 'grep -A1 "  jd_hot$" "$out.fl" | grep -Eq "^  -- +[0-9]+%  jitprod\.js:1[0-2]$"'
+	chown 65534 "$JP_DUMP"
+	jp_profile "$out.own" -j v --map-dir "$m" --archive-dir "$WORK/nowhere"
+	check "jitdump: the dump chowned to another uid names nothing ($(grep JIT "$out.own" | head -1))" \
+		jit_unnamed_ge "$out.own" 90
+	jp_end
+
+	# With perfmapd: its map names the producer's code, the dump still gives the lines.
+	m=$(new_maps)
+	agent_on "$m" || { fail "jitdump: perfmapd did not start"; return; }
+	jp_start "$dir" || { fail "jitdump: the producer did not start with perfmapd"; return; }
+	jp load jd_hot && jp debug jd_hot && jp load jd_cold && jp debug jd_cold
+	check "jitdump: perfmapd wrote the producer's map from its dump" \
+		wait_for 10 grep -qs " jd_cold$" "$m/perf-$JP_PID.map"
+	jp_profile "$out.mF" -j F --map-dir "$m" --archive-dir "$ARCH"
+	check "jitdump: with perfmapd's map, the map names them ($(grep -m1 jd_hot "$out.mF"))" \
+		eval 'named_ge "$out.mF" "perf-$JP_PID.map:jd_hot" 10 && named_ge "$out.mF" "perf-$JP_PID.map:jd_cold" 10'
+	jp_profile "$out.mpl" -j pl --map-dir "$m" --archive-dir "$ARCH"
+	check "jitdump: ...and pl the dump's lines ($(head -1 "$out.mpl"))" lines_ge "$out.mpl" 80
+	jp_end
+	stop_agent || fail "jitdump: perfmapd exited non-zero"
+}
+
 # The whole host: the JIT among every other process.
 test_all() {
 	local m out=$WORK/all.out pid
@@ -460,7 +550,9 @@ test_all() {
 
 # Real runtimes, their maps in a private /tmp (a mount namespace with $m bound
 # there): Node's --perf-basic-prof names its optimized code "JS:*f file:line",
-# whose file l gives; CPython's -X perf trampolines are a sliver of its time
+# whose file l gives; its --perf-prof (a jitdump in its working directory, no
+# map) the same from the dump, l giving the lines of the dump's debug info;
+# CPython's -X perf trampolines are a sliver of its time
 # (it has no frame pointers to walk through), its interpreter loop is I.
 test_runtimes() {
 	local py m out=$WORK/runtimes
@@ -480,6 +572,27 @@ JS
 			'mount --bind "$1" /tmp && cd "$3" && exec node --perf-basic-prof "$2"' _ "$m" "$WORK/busy.js" "$WORK"
 		check "runtimes: node: l gives the script's file and line for its JIT frames ($(head -1 "$out.nodel"))" \
 			grep -Eq '^ ?[0-9]+%  busy\.js:1$' "$out.nodel"
+		# --perf-prof: a jitdump in its working directory, no map: named from the dump, and
+		# l gives the lines of its debug info inside hot's body, which its name (line 1) does not.
+		mkdir -p "$WORK/nodejd"
+		cat >"$WORK/nodejd/busy.js" <<'JS'
+function hot(n) {
+  let s = 0;
+  for (let i = 0; i < n; i++)
+    s += i * i % 7;
+  return s;
+}
+const end = Date.now() + 2000; let t = 0;
+while (Date.now() < end) t += hot(100000);
+JS
+		profile "$out.nodejd" -j F --map-dir "$m" --archive-dir "$WORK/nowhere" -- \
+			sh -c 'cd "$1" && exec node --perf-prof busy.js' _ "$WORK/nodejd"
+		check "runtimes: node --perf-prof, no map: hot named from its jitdump ($(grep -m1 hot "$out.nodejd"))" \
+			eval 'n=$(awk '"'"'/jit-[0-9]+\.dump:JS:\*hot / { sub("%", "", $1); print $1 }'"'"' "$out.nodejd"); [ "${n:-0}" -ge 50 ]'
+		profile "$out.nodejdl" -j l --map-dir "$m" --archive-dir "$WORK/nowhere" -- \
+			sh -c 'cd "$1" && exec node --perf-prof busy.js' _ "$WORK/nodejd"
+		check "runtimes: node --perf-prof: l gives lines of hot's body from the dump's debug info ($(head -1 "$out.nodejdl"))" \
+			grep -Eq '^ ?[0-9]+%  busy\.js:[2-5]$' "$out.nodejdl"
 	else
 		skip "no node here"
 	fi

@@ -1,4 +1,4 @@
-/* archive: maps moved aside, compacted into the archive, the journal of staged maps, and the fair quota. */
+/* archive: maps moved aside, compacted into the archive, the journal of staged maps, the fair quota, jitdumps with their maps. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -794,15 +794,15 @@ static struct archive_quota *quota_of(const struct archived_file *v, size_t n)
 static void test_quota_victims_come_from_the_largest_user_first(void **state)
 {
 	const struct archived_file v[] = {
-		{ "perf-3-1.map", 1 << 20, { 50, 0 }, 0 },
-		{ "perf-1-1.map", 132 << 20, { 100, 0 }, 1000 },
-		{ "perf-2-1.map", 132 << 20, { 101, 0 }, 1000 },
-		{ "perf-4-1.map", 1 << 20, { 102, 0 }, 2000 },
+		{ "perf-3-1.map", 1 << 20, { 50, 0 }, 0, NULL },
+		{ "perf-1-1.map", 132 << 20, { 100, 0 }, 1000, NULL },
+		{ "perf-2-1.map", 132 << 20, { 101, 0 }, 1000, NULL },
+		{ "perf-4-1.map", 1 << 20, { 102, 0 }, 2000, NULL },
 	};
 	const struct archived_file one[] = {
-		{ "perf-7-1.map", 10, { 100, 0 }, 0 },
-		{ "perf-5-1.map", 10, { 200, 0 }, 0 },
-		{ "perf-6-1.map", 10, { 300, 0 }, 0 },
+		{ "perf-7-1.map", 10, { 100, 0 }, 0, NULL },
+		{ "perf-5-1.map", 10, { 200, 0 }, 0, NULL },
+		{ "perf-6-1.map", 10, { 300, 0 }, 0, NULL },
 	};
 	char out[8][32];
 	uint64_t files, bytes;
@@ -1007,6 +1007,368 @@ static void test_a_restored_map_is_deleted_not_archived_again(void **state)
 	assert_int_equal(as.archived, 3);
 }
 
+/* ---- jitdumps in the map directory, archived with their maps ---- */
+
+static const char *dump_path(const char *dir, pid_t pid)
+{
+	static char path[4096 + 4096];
+
+	snprintf(path, sizeof(path), "%s/jit-%d.dump", dir, (int)pid);
+	return path;
+}
+
+/* @len bytes of a binary dump (NULs and all) at @path; what was written in @out (@len bytes). */
+static void make_dump_at(const char *path, size_t len, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = (char)(i * 7 + (i >> 8));
+	memcpy(out, "DTiJ", 4);  /* the magic, as a little-endian host writes it */
+	tu_write(path, out, len);
+	assert_int_equal(chmod(path, 0600), 0);
+}
+
+static char dump_data[64 << 10];
+
+static void make_dump(pid_t pid, size_t len)
+{
+	make_dump_at(dump_path(maps, pid), len, dump_data);
+}
+
+/* The archived file @name holds the @len bytes of dump_data. */
+static bool archived_as(const char *name, size_t len)
+{
+	char path[4096 + 128];
+	size_t got;
+	char *text;
+	bool same;
+
+	snprintf(path, sizeof(path), "%s/%s", arch, name);
+	text = tu_read(path, &got);
+	if (!text)
+		return false;
+	same = got == len && !memcmp(text, dump_data, len);
+	free(text);
+	return same;
+}
+
+static uint64_t cost_of_file(const char *name)
+{
+	char path[4096 + 128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", arch, name);
+	assert_int_equal(stat(path, &st), 0);
+	return archive_quota__cost(&st);
+}
+
+/* Archive @pid's map (started at 7) with its jitdump of @len bytes beside it, and wait. */
+static void archive_map_and_dump(pid_t pid, size_t len, time_t age)
+{
+	struct stat st;
+
+	make_map(pid, 30, age, &st);
+	make_dump(pid, len);
+	assert_int_equal(archive__move(ar, pid, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+}
+
+static void test_a_dump_in_the_map_dir_goes_with_its_map(void **state)
+{
+	struct archive_stats as;
+	uint64_t files, bytes;
+	char path[4096 + 64];
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive_map_and_dump(500, 20000, 0);
+	assert_int_equal(access(tu_map_path(maps, 500), F_OK), -1);
+	assert_int_equal(access(dump_path(maps, 500), F_OK), -1);
+	assert_true(archived(500));
+	/* Beside its map's archived name, byte for byte: a dump is binary, nothing to compact. */
+	assert_true(archived_as("jit-500-7.dump", 20000));
+	snprintf(path, sizeof(path), "%s/jit-500-7.dump", arch);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+	assert_int_equal(journal_records(), 0);
+	archive__stats(ar, &as);
+	assert_int_equal(as.archived, 1);
+	assert_int_equal(as.jitdumps_stored, 1);
+	/* In the quota: one entry, its bytes the map's and the dump's. */
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, cost_of(500) + cost_of_file("jit-500-7.dump"));
+	/* The same, counted from the listing at the next start. */
+	archive__free(ar);
+	ar = open_archive(1 << 20);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, cost_of(500) + cost_of_file("jit-500-7.dump"));
+
+	/* Only an exit's: an exec'd image's map, a stale one or a drop leaves the dump. */
+	make_map(501, 4, 0, &st);
+	make_dump(501, 100);
+	assert_int_equal(archive__move(ar, 501, 7, ARCHIVE_EXEC, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	make_map(502, 4, 0, &st);
+	make_dump(502, 100);
+	assert_int_equal(archive__move(ar, 502, 7, ARCHIVE_STALE, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	make_map(503, 4, 0, &st);
+	make_dump(503, 100);
+	assert_int_equal(archive__move(ar, 503, 7, ARCHIVE_DROP, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	/* Nor a container's (tagged): its dump is named by the pid it has in its namespace. */
+	make_map(504, 4, 0, &st);
+	make_dump(504, 100);
+	assert_int_equal(archive__move_tagged(ar, 504, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino,
+					      UINT64_MAX, "c0123456789ab"), 0);
+	archive__flush(ar);
+	assert_int_equal(access(dump_path(maps, 501), F_OK), 0);
+	assert_int_equal(access(dump_path(maps, 502), F_OK), 0);
+	assert_int_equal(access(dump_path(maps, 503), F_OK), 0);
+	assert_int_equal(access(dump_path(maps, 504), F_OK), 0);
+	assert_int_equal(count_in(arch, "jit-"), 1);
+}
+
+/* A pid's second map of the same start gets "-dup2": its dump the same, beside it. */
+static void test_a_dump_is_named_beside_its_maps_archived_name(void **state)
+{
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive_map_and_dump(505, 1000, 0);
+	archive_map_and_dump(505, 2000, 0);
+	assert_int_equal(count_in(arch, "perf-505-7-dup2.map"), 1);
+	assert_true(archived_as("jit-505-7-dup2.dump", 2000));
+	assert_int_equal(count_in(arch, "jit-505-7"), 2);
+}
+
+static void test_the_quota_evicts_a_dump_with_its_map(void **state)
+{
+	struct archive_stats as;
+	uint64_t files, bytes, pair;
+	pid_t pid;
+
+	(void)state;
+	/* What a map and its dump cost, archived; then room for two and a half, from the next start. */
+	ar = open_archive(1 << 20);
+	archive_map_and_dump(510, 20000, 600);
+	pair = cost_of(510) + cost_of_file("jit-510-7.dump");
+	archive__free(ar);
+	ar = open_archive(2 * pair + pair / 2);
+	for (pid = 511; pid < 513; pid++)
+		archive_map_and_dump(pid, 20000, 600 - (pid - 510) * 100);
+	/* The oldest pair went, both of its files; the others stay, both of theirs. */
+	assert_false(archived(510));
+	assert_int_equal(count_in(arch, "jit-510-"), 0);
+	for (pid = 511; pid < 513; pid++) {
+		assert_true(archived(pid));
+		assert_int_equal(cost_of(pid) + cost_of_file(pid == 511 ? "jit-511-7.dump" : "jit-512-7.dump"),
+				 pair);
+	}
+	archive__stats(ar, &as);
+	assert_int_equal(as.evicted, 1);
+	assert_int_equal(as.jitdumps_evicted, 1);
+	assert_int_equal(as.jitdumps_stored, 2);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 2);
+	assert_int_equal(bytes, 2 * pair);
+}
+
+static void test_a_dump_is_refused_as_a_map_would_be(void **state)
+{
+	struct archive_config cfg = config(1 << 20);
+	char target[4096 + 64], link2[4096 + 64], *text;
+	struct archive_stats as;
+	struct stat st, before;
+	size_t len;
+	int fd;
+
+	(void)state;
+	cfg.max_dump_bytes = 4096;
+	ar = archive__open(&cfg);
+	/* A symlink at the name: neither it nor its target moves. */
+	snprintf(target, sizeof(target), "%s/precious", top);
+	tu_write(target, "precious", 8);
+	make_map(520, 4, 0, &st);
+	assert_int_equal(symlink(target, dump_path(maps, 520)), 0);
+	assert_int_equal(archive__move(ar, 520, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	/* Hard-linked: another name for the same file, elsewhere. */
+	make_map(521, 4, 0, &st);
+	make_dump(521, 100);
+	snprintf(link2, sizeof(link2), "%s/jit-link", top);
+	assert_int_equal(link(dump_path(maps, 521), link2), 0);
+	assert_int_equal(archive__move(ar, 521, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	/* Not a regular file. */
+	make_map(522, 4, 0, &st);
+	assert_int_equal(mkfifo(dump_path(maps, 522), 0600), 0);
+	assert_int_equal(archive__move(ar, 522, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	/* Open for writing (a process at the pid again, a child writing on): the lease says no. */
+	make_map(523, 4, 0, &st);
+	make_dump(523, 100);
+	fd = open(dump_path(maps, 523), O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(archive__move(ar, 523, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	close(fd);
+	/* Larger than the bound: left, counted. */
+	make_map(524, 4, 0, &st);
+	make_dump(524, 5000);
+	assert_int_equal(archive__move(ar, 524, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	/* Every map archived; every dump where it was, as it was. */
+	assert_true(archived(520) && archived(521) && archived(522) && archived(523) && archived(524));
+	assert_int_equal(lstat(dump_path(maps, 520), &before), 0);
+	assert_true(S_ISLNK(before.st_mode));
+	text = tu_read(target, &len);
+	assert_true(text && len == 8 && !memcmp(text, "precious", 8));
+	free(text);
+	assert_int_equal(stat(dump_path(maps, 521), &before), 0);
+	assert_int_equal(before.st_nlink, 2);
+	assert_int_equal(lstat(dump_path(maps, 522), &before), 0);
+	assert_true(S_ISFIFO(before.st_mode));
+	assert_int_equal(access(dump_path(maps, 523), F_OK), 0);
+	assert_int_equal(stat(dump_path(maps, 524), &before), 0);
+	assert_int_equal(before.st_size, 5000);
+	assert_int_equal(count_in(arch, "jit-"), 0);
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+	archive__stats(ar, &as);
+	assert_int_equal(as.jitdumps_refused, 3);
+	assert_int_equal(as.jitdumps_busy, 1);
+	assert_int_equal(as.jitdumps_too_large, 1);
+	assert_int_equal(as.jitdumps_stored, 0);
+	assert_int_equal(as.archived, 5);
+
+	/* Another uid's dump beside the map: not the map owner's, left. */
+	if (geteuid())
+		return;
+	make_map(525, 4, 0, &st);
+	make_dump(525, 100);
+	assert_int_equal(chown(dump_path(maps, 525), 65534, 65534), 0);
+	assert_int_equal(archive__move(ar, 525, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_true(archived(525));
+	assert_int_equal(stat(dump_path(maps, 525), &before), 0);
+	assert_int_equal(before.st_uid, 65534);
+	archive__stats(ar, &as);
+	assert_int_equal(as.jitdumps_refused, 4);
+	assert_int_equal(count_in(arch, "jit-"), 0);
+}
+
+/* A dump outside the map directory, and another pid's in it, are never touched. */
+static void test_a_dump_elsewhere_is_untouched(void **state)
+{
+	char elsewhere[4096 + 64], data[512];
+	struct stat st, before, after;
+	size_t len;
+	char *text;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	snprintf(elsewhere, sizeof(elsewhere), "%s/cwd", top);
+	assert_int_equal(mkdir(elsewhere, 0700), 0);
+	make_dump_at(dump_path(elsewhere, 530), sizeof(data), data);
+	make_dump(531, 300);
+	assert_int_equal(stat(dump_path(elsewhere, 530), &before), 0);
+	make_map(530, 4, 0, &st);
+	assert_int_equal(archive__move(ar, 530, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_true(archived(530));
+	assert_int_equal(stat(dump_path(elsewhere, 530), &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	text = tu_read(dump_path(elsewhere, 530), &len);
+	assert_true(text && len == sizeof(data) && !memcmp(text, data, len));
+	free(text);
+	assert_int_equal(access(dump_path(maps, 531), F_OK), 0);
+	assert_int_equal(count_in(arch, "jit-"), 0);
+}
+
+/* Staged with its map when the agent stopped: journaled, finished at the next start. */
+static void test_a_staged_dump_is_finished_at_the_next_start(void **state)
+{
+	uint64_t files, bytes;
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive__pause(ar, true);
+	make_map(540, 4, 0, &st);
+	make_dump(540, 3000);
+	assert_int_equal(archive__move(ar, 540, 7, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	assert_int_equal(access(dump_path(maps, 540), F_OK), -1);
+	archive__free(ar);
+	ar = NULL;
+	assert_int_equal(count_in(maps, ".perfmapd."), 2);
+	assert_int_equal(journal_records(), 2);
+	ar = open_archive(1 << 20);
+	finish_all_staged();
+	archive__flush(ar);
+	assert_true(archived(540));
+	assert_true(archived_as("jit-540-7.dump", 3000));
+	assert_int_equal(count_in(maps, ".perfmapd."), 0);
+	assert_int_equal(journal_records(), 0);
+	/* Counted with its map from the next start's listing. */
+	archive__free(ar);
+	ar = open_archive(1 << 20);
+	archive__usage(ar, &files, &bytes);
+	assert_int_equal(files, 1);
+	assert_int_equal(bytes, cost_of(540) + cost_of_file("jit-540-7.dump"));
+}
+
+/* As `perfmapctl restore` puts a dump back beside its map: a copy, marked; false without xattrs. */
+static bool restore_dump_as_perfmapctl(pid_t pid, const char *from)
+{
+	char path[4096 + 128];
+	size_t len;
+	char *data;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", arch, from);
+	data = tu_read(path, &len);
+	assert_non_null(data);
+	tu_write(dump_path(maps, pid), data, len);
+	free(data);
+	ok = !setxattr(dump_path(maps, pid), PERFMAP_RESTORED_XATTR, from, strlen(from), 0);
+	return ok;
+}
+
+static void test_a_restored_dump_is_deleted_not_archived_again(void **state)
+{
+	struct archive_stats as;
+	struct stat st;
+
+	(void)state;
+	ar = open_archive(1 << 20);
+	archive_map_and_dump(550, 4000, 0);
+	assert_true(archived_as("jit-550-7.dump", 4000));
+	if (!restore_as_perfmapctl(550, "perf-550-7.map", &st) ||
+	    !restore_dump_as_perfmapctl(550, "jit-550-7.dump"))
+		skip();  /* a file system without user.* attributes */
+	assert_int_equal(archive__move(ar, 550, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_int_equal(access(tu_map_path(maps, 550), F_OK), -1);
+	assert_int_equal(access(dump_path(maps, 550), F_OK), -1);
+	assert_int_equal(count_in(arch, "perf-550-"), 1);
+	assert_int_equal(count_in(arch, "jit-550-"), 1);
+	archive__stats(ar, &as);
+	assert_int_equal(as.restored_dropped, 1);
+	assert_int_equal(as.jitdumps_restored_dropped, 1);
+	assert_int_equal(as.jitdumps_stored, 1);
+
+	/* The map written since, the dump not: the map archived again, the dump deleted. */
+	restore_as_perfmapctl(550, "perf-550-7.map", &st);
+	restore_dump_as_perfmapctl(550, "jit-550-7.dump");
+	append(tu_map_path(maps, 550), "9000 10 later_fn\n", 17);
+	assert_int_equal(stat(tu_map_path(maps, 550), &st), 0);
+	assert_int_equal(archive__move(ar, 550, 0, ARCHIVE_EXIT, st.st_dev, st.st_ino, UINT64_MAX), 0);
+	archive__flush(ar);
+	assert_int_equal(count_in(arch, "perf-550-"), 2);
+	assert_int_equal(count_in(arch, "jit-550-"), 1);
+	assert_int_equal(access(dump_path(maps, 550), F_OK), -1);
+	archive__stats(ar, &as);
+	assert_int_equal(as.jitdumps_restored_dropped, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1036,6 +1398,13 @@ int main(void)
 		T(test_a_temporary_file_left_by_a_crash_is_removed_at_the_start),
 		T(test_refuses_an_archive_others_can_write),
 		T(test_a_restored_map_is_deleted_not_archived_again),
+		T(test_a_dump_in_the_map_dir_goes_with_its_map),
+		T(test_a_dump_is_named_beside_its_maps_archived_name),
+		T(test_the_quota_evicts_a_dump_with_its_map),
+		T(test_a_dump_is_refused_as_a_map_would_be),
+		T(test_a_dump_elsewhere_is_untouched),
+		T(test_a_staged_dump_is_finished_at_the_next_start),
+		T(test_a_restored_dump_is_deleted_not_archived_again),
 #undef T
 	};
 

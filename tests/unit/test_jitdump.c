@@ -15,6 +15,11 @@
 #include "testutil.h"
 #include "jdbuild.h"
 
+static int strcmp_ptr(const char **a, const char **b)
+{
+	return strcmp(*a, *b);
+}
+
 static int memfd_with(const void *data, size_t len)
 {
 	int fd = memfd_create("jitdump", MFD_CLOEXEC);
@@ -321,6 +326,112 @@ static void test_many(void **state)
 	jdb_free(&b);
 }
 
+/* The lines of @text sorted, one string (a multiset compared as text). */
+static char *sorted_lines(const char *text)
+{
+	size_t n = 0, i, len = strlen(text);
+	char *copy = strdup(text), **v, *p, *out;
+
+	assert_non_null(copy);
+	for (p = copy; *p; p++)
+		n += *p == '\n';
+	v = calloc(n + 1, sizeof(*v));
+	out = calloc(1, len + 1);
+	assert_true(v && out);
+	for (i = 0, p = strtok(copy, "\n"); p; p = strtok(NULL, "\n"))
+		v[i++] = p;
+	qsort(v, i, sizeof(*v), (int (*)(const void *, const void *))strcmp_ptr);
+	for (n = 0; n < i; n++) {
+		strcat(out, v[n]);
+		strcat(out, "\n");
+	}
+	free(v);
+	free(copy);
+	return out;
+}
+
+/* What perfmap__jitdump_write_since() writes after @seq, as a string. */
+static char *since_of(const struct perfmap_jitdump *j, uint32_t pid, uint64_t seq)
+{
+	int fd = memfd_create("since", MFD_CLOEXEC);
+	off_t len;
+	char *text;
+
+	assert_true(fd >= 0);
+	assert_true(perfmap__jitdump_write_since(j, fd, pid, seq) >= 0);
+	len = lseek(fd, 0, SEEK_END);
+	text = calloc(1, (size_t)len + 1);
+	assert_non_null(text);
+	assert_int_equal(pread(fd, text, (size_t)len, 0), len);
+	close(fd);
+	return text;
+}
+
+/*
+ * An append writes exactly what the map lacks: the map before, with what
+ * perfmap__jitdump_write_since() gives after it, is the map now, round after
+ * round, across reloads by the ten thousand (the load log made again many
+ * times over) and a second pid's loads in between.
+ */
+static void test_appends_are_what_the_map_lacks(void **state)
+{
+	struct perfmap_jitdump *j = perfmap__jitdump_new();
+	char name[32], *before, *added, *now, *joined, *a, *b;
+	uint64_t seq, next = 0x200000;
+	struct jdb rec = { 0 };
+	int round, i, fd;
+	long lines;
+
+	(void)state;
+	jdb_header(&rec, 100);
+	fd = memfd_with(rec.p, rec.len);
+	rec.len = 0;
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 0);
+	for (round = 0; round < 6; round++) {
+		/* Reloads over live code: removals, which an append cannot express; the log grows. */
+		for (i = 0; i < 12000; i++) {
+			snprintf(name, sizeof(name), "jd::re%d_%d", round, i);
+			jdb_load(&rec, 100, 0x100000 + (uint64_t)(i % 64) * 0x10, 0x10, name);
+		}
+		append(fd, rec.p, rec.len);
+		rec.len = 0;
+		assert_true(perfmap__jitdump_read(j, fd, 0) > 0);
+		before = map_of(j, 100, &lines);
+		seq = perfmap__jitdump_seq(j);
+		/* Then loads only: new ranges of pid 100, and pid 200's, which pid 100's append leaves out. */
+		for (i = 0; i < 500; i++) {
+			snprintf(name, sizeof(name), "jd::new%d_%d", round, i);
+			next += 0x100;
+			jdb_load(&rec, i % 5 ? 100 : 200, next, 0x40, name);
+		}
+		append(fd, rec.p, rec.len);
+		rec.len = 0;
+		assert_true(perfmap__jitdump_read(j, fd, 0) > 0);
+		added = since_of(j, 100, seq);
+		now = map_of(j, 100, &lines);
+		joined = calloc(1, strlen(before) + strlen(added) + 1);
+		assert_non_null(joined);
+		strcat(strcat(joined, before), added);
+		a = sorted_lines(joined);
+		b = sorted_lines(now);
+		assert_string_equal(a, b);
+		assert_null(strstr(added, "jd::re"));
+		free(a);
+		free(b);
+		free(joined);
+		free(now);
+		free(added);
+		free(before);
+	}
+	/* Nothing new: nothing to append. */
+	added = since_of(j, 100, perfmap__jitdump_seq(j));
+	assert_string_equal(added, "");
+	free(added);
+	perfmap__jitdump_free(j);
+	close(fd);
+	jdb_free(&rec);
+}
+
 /* Names as every consumer reads them: no leading blanks, control bytes as '?', cut as the writer cuts. */
 static void test_names(void **state)
 {
@@ -496,6 +607,207 @@ static void test_malformed(void **state)
 	assert_string_equal(perfmap__jitdump_stop_str(__PERFMAP_JITDUMP_STOP_MAX), "unknown");
 }
 
+/* What names @addr of @pid: "name file:line", "name" without a line, "-" for nothing. */
+static const char *sym_at(const struct perfmap_jitdump *j, uint32_t pid, uint64_t addr)
+{
+	static char buf[8192];
+	struct perfmap_jitdump_sym sym;
+
+	if (perfmap__jitdump_lookup(j, pid, addr, &sym))
+		return "-";
+	assert_int_equal(strlen(sym.name), sym.name_len);
+	assert_true(addr >= sym.start && addr - sym.start < sym.size);
+	if (sym.file)
+		snprintf(buf, sizeof(buf), "%s %s:%u", sym.name, sym.file, sym.line);
+	else
+		snprintf(buf, sizeof(buf), "%s", sym.name);
+	return buf;
+}
+
+/* A debug record of @n entries at @addrs, each with its line and file (NULL: "\xff", the previous one's). */
+static void debug_raw(struct jdb *b, uint64_t code_addr, size_t n, const uint64_t *addrs,
+		      const uint32_t *lines, const char *const *files)
+{
+	size_t total = 32, i;
+
+	for (i = 0; i < n; i++)
+		total += 16 + (files[i] ? strlen(files[i]) + 1 : 2);
+	jdb_prefix(b, 2, (uint32_t)total);
+	jdb_u64(b, code_addr);
+	jdb_u64(b, n);
+	for (i = 0; i < n; i++) {
+		jdb_u64(b, addrs[i]);
+		jdb_u32(b, lines[i]);
+		jdb_u32(b, 0);
+		if (files[i])
+			jdb_bytes(b, files[i], strlen(files[i]) + 1);
+		else
+			jdb_bytes(b, "\xff", 2);
+	}
+}
+
+/* Every kind's dump, line tables kept: alpha's lines, in either byte order; none without keeping them. */
+static void test_lines_every_kind(void **state)
+{
+	const struct perfmap_jitdump_stats *s;
+	struct perfmap_jitdump *j;
+	int swap, fd;
+
+	(void)state;
+	for (swap = 0; swap < 2; swap++) {
+		struct jdb b = { .swap = swap };
+
+		build_every_kind(&b);
+		fd = memfd_with(b.p, b.len);
+		j = perfmap__jitdump_new();
+		perfmap__jitdump_keep_lines(j, 1u << 20);
+		s = perfmap__jitdump_stats(j);
+		assert_int_equal(perfmap__jitdump_read(j, fd, 0), 11);
+		check_every_kind(j);
+		assert_int_equal(s->lines_tables, 1);
+		assert_true(s->lines_bytes > 0 && s->lines_bytes < 256);
+		assert_int_equal(s->lines_over, 0);
+		assert_int_equal(s->lines_unattached, 0);
+		/* jdb_debug: entries at +0, +4, +8, lines 10, 11, 12; each holds until the next. */
+		assert_string_equal(sym_at(j, 100, 0x10000), "jd::alpha /app/alpha.py:10");
+		assert_string_equal(sym_at(j, 100, 0x10003), "jd::alpha /app/alpha.py:10");
+		assert_string_equal(sym_at(j, 100, 0x10004), "jd::alpha /app/alpha.py:11");
+		assert_string_equal(sym_at(j, 100, 0x10009), "jd::alpha /app/alpha.py:12");
+		assert_string_equal(sym_at(j, 100, 0x100ff), "jd::alpha /app/alpha.py:12");
+		assert_string_equal(sym_at(j, 100, 0x10100), "jd::beta");
+		/* The moved function, at its new address only; the child's, by its pid. */
+		assert_string_equal(sym_at(j, 100, 0x20010), "jd::gamma");
+		assert_string_equal(sym_at(j, 100, 0x10210), "-");
+		assert_string_equal(sym_at(j, 101, 0x10004), "jd::delta");
+		assert_string_equal(sym_at(j, 102, 0x10004), "-");
+		assert_string_equal(sym_at(j, 100, 0xffff), "-");
+		assert_string_equal(sym_at(j, 100, 0x20040), "-");
+		perfmap__jitdump_free(j);
+
+		/* Not asked for: not kept, the names the same. */
+		j = perfmap__jitdump_new();
+		s = perfmap__jitdump_stats(j);
+		assert_int_equal(perfmap__jitdump_read(j, fd, 0), 11);
+		assert_int_equal(s->lines_tables + s->lines_bytes + s->lines_unattached, 0);
+		assert_string_equal(sym_at(j, 100, 0x10004), "jd::alpha");
+		perfmap__jitdump_free(j);
+		close(fd);
+		jdb_free(&b);
+	}
+}
+
+/*
+ * Tables go with their functions: to the load of their code_addr only, moved
+ * along, freed when replaced; entries outside the code left out, unsorted
+ * ones sorted, "\xff" the previous file, long names cut; and the bound.
+ */
+static void test_lines_tables(void **state)
+{
+	static char longfile[PERFMAP_JITDUMP_FILE_MAX + 100];
+	const uint64_t addrs[] = { 0x1030, 0x1010, 0x0ff0, 0x1000, 0x1020, 0x1100 };
+	const uint32_t lines[] = { 4, 2, 99, 1, 3, 98 };
+	const char *const files[] = { "/b.js", "/a.js", "/out.js", NULL, NULL, "/past.js" };
+	const char *const cut[] = { longfile };
+	const struct perfmap_jitdump_stats *s;
+	struct jdb b = { 0 };
+	struct perfmap_jitdump *j;
+	char want[PERFMAP_JITDUMP_FILE_MAX + 64];
+	uint64_t one;
+	int fd;
+
+	(void)state;
+	memset(longfile, 'f', sizeof(longfile) - 1);
+	longfile[0] = '/';
+	jdb_header(&b, 100);
+	debug_raw(&b, 0x1000, 6, addrs, lines, files);
+	jdb_load(&b, 100, 0x1000, 0x100, "jd::sorted");
+	jdb_debug(&b, 0x5000, 2, "/never.js");          /* no load of 0x5000 follows */
+	jdb_load(&b, 100, 0x2000, 0x40, "jd::plain");
+	jdb_debug(&b, 0x3000, 2, "/moved.js");
+	jdb_close(&b);                                  /* between: still pending */
+	jdb_load(&b, 100, 0x3000, 0x40, "jd::mover");
+	jdb_move(&b, 100, 0x3000, 0x7000, 0x40);
+	debug_raw(&b, 0x4000, 1, (const uint64_t[]){ 0x4000 }, (const uint32_t[]){ 7 }, cut);
+	jdb_load(&b, 100, 0x4000, 0x10, "jd::longfile");
+	/* After its load, as some producers write it: that function's. After a move: nobody's. */
+	jdb_load(&b, 100, 0x6000, 0x40, "jd::after");
+	jdb_debug(&b, 0x6000, 3, "/after.js");
+	jdb_load(&b, 100, 0x8000, 0x40, "jd::movedaway");
+	jdb_move(&b, 100, 0x8000, 0x8100, 0x40);
+	jdb_debug(&b, 0x8100, 3, "/late.js");
+	jdb_close(&b);
+	fd = memfd_with(b.p, b.len);
+	j = perfmap__jitdump_new();
+	perfmap__jitdump_keep_lines(j, 1u << 20);
+	s = perfmap__jitdump_stats(j);
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 16);
+	assert_int_equal(s->stop, PERFMAP_JITDUMP_OK);
+	assert_int_equal(s->lines_tables, 4);
+	/* Still pending at the end, /late.js is nobody's yet: not counted. */
+	assert_int_equal(s->lines_unattached, 1);
+	assert_string_equal(sym_at(j, 100, 0x6008), "jd::after /after.js:12");
+	assert_string_equal(sym_at(j, 100, 0x8104), "jd::movedaway");
+	/* The entry below the code and the one past it are left out; "\xff" after /out.js is /out.js. */
+	assert_string_equal(sym_at(j, 100, 0x1000), "jd::sorted /out.js:1");
+	assert_string_equal(sym_at(j, 100, 0x1018), "jd::sorted /a.js:2");
+	assert_string_equal(sym_at(j, 100, 0x1020), "jd::sorted /out.js:3");
+	assert_string_equal(sym_at(j, 100, 0x10ff), "jd::sorted /b.js:4");
+	assert_string_equal(sym_at(j, 100, 0x2000), "jd::plain");
+	assert_string_equal(sym_at(j, 100, 0x7004), "jd::mover /moved.js:11");
+	assert_string_equal(sym_at(j, 100, 0x3004), "-");
+	snprintf(want, sizeof(want), "jd::longfile %.*s:7", (int)PERFMAP_JITDUMP_FILE_MAX, longfile);
+	assert_string_equal(sym_at(j, 100, 0x4000), want);
+	perfmap__jitdump_free(j);
+	close(fd);
+	jdb_free(&b);
+
+	/* The bound: room for one table; the second is counted, kept once the first is replaced. */
+	jdb_header(&b, 100);
+	jdb_debug(&b, 0x1000, 3, "/app/one.js");
+	jdb_load(&b, 100, 0x1000, 0x40, "jd::one");
+	fd = memfd_with(b.p, b.len);
+	j = perfmap__jitdump_new();
+	perfmap__jitdump_keep_lines(j, 1u << 20);
+	s = perfmap__jitdump_stats(j);
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 2);
+	one = s->lines_bytes;
+	perfmap__jitdump_free(j);
+	j = perfmap__jitdump_new();
+	perfmap__jitdump_keep_lines(j, one + one / 2);
+	s = perfmap__jitdump_stats(j);
+	jdb_free(&b);
+	jdb_debug(&b, 0x2000, 3, "/app/two.js");
+	jdb_load(&b, 100, 0x2000, 0x40, "jd::two");
+	append(fd, b.p, b.len);
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 4);
+	assert_int_equal(s->lines_tables, 1);
+	assert_int_equal(s->lines_bytes, one);
+	assert_int_equal(s->lines_over, 1);
+	assert_string_equal(sym_at(j, 100, 0x1004), "jd::one /app/one.js:11");
+	assert_string_equal(sym_at(j, 100, 0x2004), "jd::two");
+	/* one reloaded without lines: its table goes, and the next fits. */
+	jdb_free(&b);
+	jdb_load(&b, 100, 0x1000, 0x40, "jd::one2");
+	jdb_debug(&b, 0x3000, 3, "/app/three.js");
+	jdb_load(&b, 100, 0x3000, 0x40, "jd::three");
+	append(fd, b.p, b.len);
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 3);
+	assert_int_equal(s->lines_tables, 1);
+	assert_int_equal(s->lines_over, 1);
+	assert_string_equal(sym_at(j, 100, 0x1004), "jd::one2");
+	assert_string_equal(sym_at(j, 100, 0x3008), "jd::three /app/three.js:12");
+	/* A move to size 0 frees it too. */
+	jdb_free(&b);
+	jdb_move(&b, 100, 0x3000, 0x9000, 0);
+	append(fd, b.p, b.len);
+	assert_int_equal(perfmap__jitdump_read(j, fd, 0), 1);
+	assert_int_equal(s->lines_tables, 0);
+	assert_int_equal(s->lines_bytes, 0);
+	perfmap__jitdump_free(j);
+	close(fd);
+	jdb_free(&b);
+}
+
 /* Only regular files: a pipe could block and cannot be read at an offset. */
 static void test_not_regular(void **state)
 {
@@ -519,9 +831,12 @@ int main(void)
 		cmocka_unit_test(test_torn_then_completed),
 		cmocka_unit_test(test_overlap_and_moves),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_appends_are_what_the_map_lacks),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_lines_every_kind),
+		cmocka_unit_test(test_lines_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include "mirror/container.h"
 #include "lib/mapname.h"
 #include "lib/nsroot.h"
+#include "perfmap_tools.h"
 #include "testutil.h"
 
 static char *dir;
@@ -241,7 +242,7 @@ static void test_container_ids_from_cgroup_paths(void **state)
 
 static pid_t jd_pid(const char *path)
 {
-	return jitdump_name_pid(path, strlen(path));
+	return perfmap__jitdump_name_pid(path, strlen(path));
 }
 
 /* A jitdump's marker by its name alone, as perf's inject finds it; a container's pid 1 too. */

@@ -16,6 +16,7 @@
 
 #include "perfmap.h"
 #include "lib/log.h"
+#include "policy/jitregions.h"
 #include "policy/policy.h"
 #include "policy/retention.h"
 #include "testutil.h"
@@ -24,6 +25,7 @@
 #define MS 1000000ull
 #define SEC 1000000000ull
 #define TICK (10 * MS)   /* USER_HZ 100: what start_ticks count */
+#define CODE 0x7f0000000000ull   /* where the processes' JIT code is mapped */
 
 /* ---- the fake store: maps by pid, and what each operation did ---- */
 
@@ -621,8 +623,8 @@ static void test_jit_code_without_a_map_is_lost_once_after_the_grace(void **stat
 
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
-	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
-	policy__exec_mapping(P, 10, 4096, true, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 4096, true, 2 * SEC);
 	/* A runtime maps its code before it names it: not judged within the grace. */
 	tick(2 * SEC + JIT_GRACE_NS - 1);
 	assert_int_equal(stats()->lost_symbols_total, 0);
@@ -635,7 +637,7 @@ static void test_jit_code_without_a_map_is_lost_once_after_the_grace(void **stat
 	assert_int_equal(js.bytes, 8192);
 	assert_int_equal(js.memfd, 4096);
 	/* More code later: said once only. */
-	policy__exec_mapping(P, 10, 4096, false, 10 * SEC);
+	policy__exec_mapping(P, 10, CODE + 0x100000, 4096, false, 10 * SEC);
 	tick(20 * SEC);
 	assert_int_equal(stats()->lost_symbols_total, 1);
 	/* Its map appears: named from now on. */
@@ -653,7 +655,7 @@ static void test_jit_code_with_a_map_is_not_lost(void **state)
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
 	put_map(10, 300, span_at(2 * SEC), ENTRIES_MAPPED);
-	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 2 * SEC);
 	tick(10 * SEC);
 	assert_int_equal(stats()->lost_symbols_total, 0);
 	assert_int_equal(jits(&lost).n, 1);
@@ -666,14 +668,14 @@ static void test_jit_code_of_an_old_image_is_forgotten_at_exec(void **state)
 
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
-	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 2 * SEC);
 	exec_at(10, 1 * SEC, 3 * SEC);
 	tick(10 * SEC);
 	/* The new image mapped no code: nothing to name, nothing lost. */
 	assert_int_equal(stats()->lost_symbols_total, 0);
 	assert_int_equal(jits(&lost).n, 0);
 	/* Code of an unknown process (its fork not read): counted, not judged. */
-	policy__exec_mapping(P, 99, 4096, false, 10 * SEC);
+	policy__exec_mapping(P, 99, CODE, 4096, false, 10 * SEC);
 	assert_int_equal(stats()->jit_unknown, 1);
 }
 
@@ -682,9 +684,9 @@ static void test_jit_grace_of_a_new_image_is_its_own(void **state)
 {
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
-	policy__exec_mapping(P, 10, 4096, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 4096, false, 2 * SEC);
 	exec_at(10, 1 * SEC, 3 * SEC);
-	policy__exec_mapping(P, 10, 8192, false, 3 * SEC + SEC / 2);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 3 * SEC + SEC / 2);
 	/* The old image's watch comes due: not the new image's. */
 	tick(2 * SEC + JIT_GRACE_NS);
 	tick(3 * SEC + SEC / 2 + JIT_GRACE_NS - 1);
@@ -701,7 +703,7 @@ static void test_lost_symbols_lines_are_bounded_per_uid(void **state)
 	(void)state;
 	for (pid = 100; pid < 100 + LOST_LINES_BURST_TEST + 10; pid++) {
 		fork_at(pid, 1, 1 * SEC, 0);
-		policy__exec_mapping(P, pid, 4096, false, 2 * SEC);
+		policy__exec_mapping(P, pid, CODE, 4096, false, 2 * SEC);
 	}
 	tick(2 * SEC + JIT_GRACE_NS);
 	assert_int_equal(stats()->lost_symbols_total, LOST_LINES_BURST_TEST + 10);
@@ -730,12 +732,185 @@ static void test_jit_code_in_an_unmirrored_namespace_is_not_judged(void **state)
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
 	send(POLICY_EV_FORK, 11, 10, 5 * SEC, 1 * SEC, 5 * SEC, POLICY_EVF_FOREIGN);
-	policy__exec_mapping(P, 11, 8192, false, 6 * SEC);
+	policy__exec_mapping(P, 11, CODE, 8192, false, 6 * SEC);
 	tick(20 * SEC);
 	/* Its map is in its own /tmp, which nobody mirrors here: cannot tell. */
 	assert_int_equal(stats()->lost_symbols_total, 0);
 	jits(&lost);
 	assert_int_equal(lost, 0);
+}
+
+/* ---- the regions kept for the doctor (jitregions.c) ---- */
+
+#define PAGE 4096ull
+
+struct regions_seen {
+	unsigned int n;
+	struct jit_region v[JITREGIONS_PER_PROC];
+};
+
+static void region_found(uint64_t addr, uint64_t len, void *ctx)
+{
+	struct regions_seen *rs = ctx;
+
+	assert_true(rs->n < JITREGIONS_PER_PROC);
+	rs->v[rs->n++] = (struct jit_region){ addr, len };
+}
+
+static struct regions_seen regions_of(pid_t pid)
+{
+	struct regions_seen rs = { 0 };
+
+	policy__for_each_jit_region(P, pid, region_found, &rs);
+	return rs;
+}
+
+static void assert_region(const struct regions_seen *rs, unsigned int i, uint64_t addr, uint64_t len)
+{
+	assert_true(i < rs->n);
+	assert_int_equal(rs->v[i].addr, addr);
+	assert_int_equal(rs->v[i].len, len);
+}
+
+/*
+ * The kernel reports each mmap as the mapping it merged into: three pages
+ * mapped one beside the other come as [a, +1), [a, +2), [a, +3). Each
+ * region kept is what its own mmap added, whichever side it merged on.
+ */
+static void test_jit_regions_are_kept_as_each_mmap_made_them(void **state)
+{
+	struct regions_seen rs;
+	struct policy_jit j;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 10, CODE + 4 * PAGE, PAGE, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE + 4 * PAGE, 2 * PAGE, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE + 4 * PAGE, 3 * PAGE, false, 2 * SEC);
+	rs = regions_of(10);
+	assert_int_equal(rs.n, 3);
+	assert_region(&rs, 0, CODE + 4 * PAGE, PAGE);
+	assert_region(&rs, 1, CODE + 5 * PAGE, PAGE);
+	assert_region(&rs, 2, CODE + 6 * PAGE, PAGE);
+	/* An mprotect back to executable reports the merged mapping again: nothing new. */
+	policy__exec_mapping(P, 10, CODE + 4 * PAGE, 3 * PAGE, false, 3 * SEC);
+	policy__exec_mapping(P, 10, CODE + 5 * PAGE, PAGE, false, 3 * SEC);
+	assert_int_equal(regions_of(10).n, 3);
+	/* Merged below, and into a hole between two: only the new page each time. */
+	policy__exec_mapping(P, 10, CODE + 3 * PAGE, 4 * PAGE, false, 3 * SEC);
+	policy__exec_mapping(P, 10, CODE + 9 * PAGE, PAGE, false, 3 * SEC);
+	policy__exec_mapping(P, 10, CODE + 3 * PAGE, 7 * PAGE, false, 3 * SEC);
+	rs = regions_of(10);
+	assert_int_equal(rs.n, 6);
+	assert_region(&rs, 0, CODE + 3 * PAGE, PAGE);
+	assert_region(&rs, 1, CODE + 4 * PAGE, PAGE);
+	assert_region(&rs, 4, CODE + 7 * PAGE, 2 * PAGE);
+	assert_region(&rs, 5, CODE + 9 * PAGE, PAGE);
+	/* memfd code is looked up as a file, never in the map: not kept. */
+	policy__exec_mapping(P, 10, CODE + 64 * PAGE, PAGE, true, 3 * SEC);
+	/* Nonsense from a record: nothing. */
+	policy__exec_mapping(P, 10, CODE, 0, false, 3 * SEC);
+	policy__exec_mapping(P, 10, UINT64_MAX - PAGE, 2 * PAGE, false, 3 * SEC);
+	assert_true(policy__jit_of(P, 10, &j));
+	assert_int_equal(j.regions_kept, 6);
+	assert_int_equal(j.regions_not_kept, 0);
+	assert_int_equal(policy__jit_regions_kept(P), 6);
+	/* Another process's are its own. */
+	fork_at(11, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, 11, CODE + 4 * PAGE, 2 * PAGE, false, 3 * SEC);
+	rs = regions_of(11);
+	assert_int_equal(rs.n, 1);
+	assert_region(&rs, 0, CODE + 4 * PAGE, 2 * PAGE);
+	assert_int_equal(policy__jit_regions_kept(P), 7);
+	assert_false(policy__jit_of(P, 12, &j));
+	assert_int_equal(regions_of(12).n, 0);
+
+	/* An exec drops the old image's; an exit drops the process's. */
+	exec_at(10, 1 * SEC, 4 * SEC);
+	assert_int_equal(regions_of(10).n, 0);
+	assert_int_equal(policy__jit_regions_kept(P), 1);
+	policy__exec_mapping(P, 10, CODE + 4 * PAGE, PAGE, false, 5 * SEC);
+	assert_int_equal(regions_of(10).n, 1);
+	exit_at(10, 1 * SEC, 6 * SEC);
+	exit_at(11, 1 * SEC, 6 * SEC);
+	assert_int_equal(regions_of(10).n, 0);
+	assert_int_equal(policy__jit_regions_kept(P), 0);
+	/* A later process at the pid starts with none (its fork reuses the entry). */
+	fork_at(11, 1, 2 * SEC, 0);
+	policy__exec_mapping(P, 11, CODE, PAGE, false, 7 * SEC);
+	fork_at(11, 1, 3 * SEC, 0);
+	assert_int_equal(regions_of(11).n, 0);
+	assert_int_equal(policy__jit_regions_kept(P), 0);
+}
+
+/* The first JITREGIONS_PER_PROC of a process are kept, the rest counted; JITREGIONS_MAX for all. */
+static void test_jit_regions_are_bounded_per_process_and_in_all(void **state)
+{
+	struct regions_seen rs;
+	struct policy_jit j;
+	unsigned int i;
+	pid_t pid;
+
+	(void)state;
+	fork_at(10, 1, 1 * SEC, 0);
+	/* Every second page: none merges. */
+	for (i = 0; i < JITREGIONS_PER_PROC + 6; i++)
+		policy__exec_mapping(P, 10, CODE + 2 * i * PAGE, PAGE, false, 2 * SEC);
+	rs = regions_of(10);
+	assert_int_equal(rs.n, JITREGIONS_PER_PROC);
+	assert_region(&rs, JITREGIONS_PER_PROC - 1, CODE + 2 * (JITREGIONS_PER_PROC - 1) * PAGE, PAGE);
+	assert_true(policy__jit_of(P, 10, &j));
+	assert_int_equal(j.regions_kept, JITREGIONS_PER_PROC);
+	assert_int_equal(j.regions_not_kept, 6);
+	assert_int_equal(stats()->jit_regions_not_kept, 6);
+	/* A report over the first two and the gap between: the gap is new, and past the bound. */
+	policy__exec_mapping(P, 10, CODE, 3 * PAGE, false, 2 * SEC);
+	assert_int_equal(stats()->jit_regions_not_kept, 7);
+
+	/* In all: JITREGIONS_MAX, then none, until a process gives its own back. */
+	for (pid = 100; policy__jit_regions_kept(P) < JITREGIONS_MAX; pid++) {
+		fork_at(pid, 1, 1 * SEC, 0);
+		for (i = 0; i < JITREGIONS_PER_PROC; i++)
+			policy__exec_mapping(P, pid, CODE + 2 * i * PAGE, PAGE, false, 2 * SEC);
+	}
+	assert_int_equal(policy__jit_regions_kept(P), JITREGIONS_MAX);
+	fork_at(pid, 1, 1 * SEC, 0);
+	policy__exec_mapping(P, pid, CODE, PAGE, false, 2 * SEC);
+	assert_int_equal(regions_of(pid).n, 0);
+	assert_int_equal(stats()->jit_regions_not_kept, 8);
+	exec_at(10, 1 * SEC, 3 * SEC);
+	policy__exec_mapping(P, pid, CODE, PAGE, false, 3 * SEC);
+	assert_int_equal(regions_of(pid).n, 1);
+	assert_int_equal(policy__jit_regions_kept(P), JITREGIONS_MAX - JITREGIONS_PER_PROC + 1);
+}
+
+/* The pool's bound, and a region's parts, on the object itself. */
+static void test_jitregions_pool_is_shared_and_given_back(void **state)
+{
+	struct jitregions_pool pool = { .max = 4 };
+	struct jitregions a = { 0 }, b = { 0 };
+
+	(void)state;
+	assert_int_equal(jitregions__add(&a, &pool, CODE, PAGE), 0);
+	assert_int_equal(jitregions__add(&a, &pool, CODE + 2 * PAGE, PAGE), 0);
+	/* Two parts, one before the first region and one in the gap: one kept, one past the pool's bound. */
+	assert_int_equal(jitregions__add(&b, &pool, CODE, PAGE), 0);
+	assert_int_equal(jitregions__add(&a, &pool, CODE - PAGE, 3 * PAGE), 1);
+	assert_int_equal(a.n, 3);
+	assert_int_equal(a.v[0].addr, CODE - PAGE);
+	assert_int_equal(a.not_kept, 1);
+	assert_int_equal(pool.kept, 4);
+	assert_int_equal(jitregions__add(&b, &pool, CODE + PAGE, PAGE), 1);
+	jitregions__clear(&a, &pool);
+	assert_int_equal(pool.kept, 1);
+	assert_null(a.v);
+	assert_int_equal(jitregions__add(&b, &pool, CODE + PAGE, PAGE), 0);
+	assert_int_equal(b.n, 2);
+	jitregions__clear(&b, &pool);
+	assert_int_equal(pool.kept, 0);
+	/* Cleared twice, or never filled: nothing. */
+	jitregions__clear(&b, &pool);
+	assert_int_equal(pool.kept, 0);
 }
 
 static void test_foreign_namespace_is_left_alone(void **state)
@@ -2728,8 +2903,8 @@ static void test_jitdump_producer_is_not_lost(void **state)
 	/* Of another process at the pid: nothing. */
 	policy__jitdump_found(P, 11, 12345);
 	policy__jitdump_found(P, 42, 1 * SEC / TICK);
-	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
-	policy__exec_mapping(P, 11, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 11, CODE, 8192, false, 2 * SEC);
 	tick(2 * SEC + JIT_GRACE_NS);
 	assert_false(F.map[10].exists);
 	assert_int_equal(stats()->lost_symbols_total, 1);
@@ -2738,7 +2913,7 @@ static void test_jitdump_producer_is_not_lost(void **state)
 	assert_int_equal(lost, 1);
 	/* A new image has its own code, which the old image's dump does not describe. */
 	exec_at(10, 1 * SEC, 3 * SEC);
-	policy__exec_mapping(P, 10, 8192, false, 3 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 3 * SEC);
 	tick(3 * SEC + JIT_GRACE_NS);
 	assert_int_equal(stats()->lost_symbols_total, 2);
 }
@@ -2750,7 +2925,7 @@ static void test_jitdump_found_after_the_judgement_names_the_code(void **state)
 
 	(void)state;
 	fork_at(10, 1, 1 * SEC, 0);
-	policy__exec_mapping(P, 10, 8192, false, 2 * SEC);
+	policy__exec_mapping(P, 10, CODE, 8192, false, 2 * SEC);
 	tick(2 * SEC + JIT_GRACE_NS);
 	assert_int_equal(stats()->lost_symbols_total, 1);
 	jits(&lost);
@@ -2788,6 +2963,9 @@ int main(void)
 		T(test_jit_grace_of_a_new_image_is_its_own),
 		T(test_lost_symbols_lines_are_bounded_per_uid),
 		T(test_jit_code_in_an_unmirrored_namespace_is_not_judged),
+		T(test_jit_regions_are_kept_as_each_mmap_made_them),
+		T(test_jit_regions_are_bounded_per_process_and_in_all),
+		T(test_jitregions_pool_is_shared_and_given_back),
 		T(test_foreign_namespace_is_left_alone),
 		T(test_ns_process_whose_map_is_ours_is_a_host_process),
 		T(test_ns_refused_process_is_left_alone),

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "report/counters.h"
+#include "report/instance.h"
 #include "report/metrics_text.h"
 #include "report/status.h"
 #include "testutil.h"
@@ -220,6 +221,51 @@ static void test_status_is_cut_to_fit(void **state)
 	assert_int_equal(status_render(&cv, NULL, NULL, small, 0), 0);
 }
 
+static struct status_request parsed(const char *s)
+{
+	struct status_request rq;
+
+	instance_parse_request(s, strlen(s), &rq);
+	return rq;
+}
+
+/*
+ * The status socket's one request: "pid N" and a newline, exactly; nothing
+ * at all is the whole status; anything else an error, never a pid.
+ */
+static void test_status_requests_are_parsed_strictly(void **state)
+{
+	static const char *const bad[] = {
+		"pid\n", "pid \n", "pid 0\n", "pid -1\n", "pid 12", "pid 12\n\n", "pid 12\npid 13\n",
+		"pid 1x\n", "pid  12\n", "PID 12\n", "pid 2147483648\n", "pid 99999999999\n",
+		"pid 12 \n", "jit 12\n", "\n", "pid 0000000000000000000000012\n",
+	};
+	char big[STATUS_REQUEST_MAX + 1];
+	struct status_request rq;
+	size_t i;
+
+	(void)state;
+	instance_parse_request("", 0, &rq);
+	assert_int_equal(rq.kind, STATUS_REQ_NONE);
+	rq = parsed("pid 4242\n");
+	assert_int_equal(rq.kind, STATUS_REQ_PID);
+	assert_int_equal(rq.pid, 4242);
+	rq = parsed("pid 2147483647\n");
+	assert_int_equal(rq.kind, STATUS_REQ_PID);
+	assert_int_equal(rq.pid, 2147483647);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rq = parsed(bad[i]);
+		assert_int_equal(rq.kind, STATUS_REQ_BAD);
+		assert_int_equal(rq.pid, 0);
+	}
+	/* More than a request holds, read as it came (STATUS_REQUEST_MAX + 1 bytes): an error. */
+	memset(big, '1', sizeof(big));
+	memcpy(big, "pid ", 4);
+	big[sizeof(big) - 1] = '\n';
+	instance_parse_request(big, sizeof(big), &rq);
+	assert_int_equal(rq.kind, STATUS_REQ_BAD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_every_metric_counter_is_a_sample),
 		cmocka_unit_test(test_status_lines_in_the_tables_order),
 		cmocka_unit_test(test_status_is_cut_to_fit),
+		cmocka_unit_test(test_status_requests_are_parsed_strictly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

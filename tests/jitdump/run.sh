@@ -468,6 +468,7 @@ test_hostile() {
 	hostile symlink jitdump_refused --swap symlink --
 	hostile fifo jitdump_refused --swap fifo --
 	hostile_other
+	hostile_userns
 	# A dump growing without end: records the agent reads a bounded share of a tick,
 	# answering all the while, its memory bounded.
 	prod_start flood "${NOBODY[@]}" "$JITPROD" "$WORK/hostile" || return
@@ -488,6 +489,25 @@ test_hostile() {
 	check "hostile: every refusal said in the log, no raw control byte in it" \
 		eval 'grep -q "jitdump .*is a symlink, refused" "$AGENT_LOG" && ! grep -qP "[\x00-\x08\x0b-\x1f]" "$AGENT_LOG"'
 	stop_agent || fail "hostile: perfmapd exited non-zero"
+}
+
+# uid 65534 in its own user, mount and pid namespaces (unshare -Urpm), where
+# it may mount: root's readable file bind-mounted at the name its producer
+# (pid 1 there) maps. Refused, never read, nothing written.
+hostile_userns() {
+	local before pid dir=$WORK/hostile-userns
+	before=$(status_of "$d" jitdump_refused)
+	mkdir -p "$dir" && chown 65534:65534 "$dir"
+	prod_start userns "${NOBODY[@]}" unshare -Urpm --fork --kill-child sh -c \
+		'touch "$1/jit-1.dump" && mount --bind /etc/hostname "$1/jit-1.dump" && exec "$0" "$1" --existing' \
+		"$JITPROD" "$dir" || return
+	pid=$(pgrep -u 65534 -f -n "^$JITPROD $dir --existing")
+	check "hostile: userns bind mount: the producer is pid $PROD in its namespace ($DUMP), ${pid:-none} on the host" \
+		eval '[ "$PROD" = 1 ] && [ -n "$pid" ]'
+	check "hostile: userns bind mount: refused and counted" wait_for 10 status_ge "$d" jitdump_refused $((before + 1))
+	check "hostile: userns bind mount: said, and nothing written for it" \
+		eval 'grep -q "jitdump $pid: .*jit-1.dump" "$AGENT_LOG" && [ ! -e "$d/perf-$pid.map" ]'
+	prod_end userns
 }
 
 # Another user's (root's) dump, world-readable, at the name uid 65534's

@@ -121,6 +121,30 @@ static const char *const stop_str[__PERFMAP_JITDUMP_STOP_MAX] = {
 	[PERFMAP_JITDUMP_PID_MISMATCH] = "its header names another pid than its file's name",
 };
 
+static const char *const stop_key[__PERFMAP_JITDUMP_STOP_MAX] = {
+	[PERFMAP_JITDUMP_OK] = "ok",
+	[PERFMAP_JITDUMP_BAD_MAGIC] = "bad_magic",
+	[PERFMAP_JITDUMP_BAD_VERSION] = "bad_version",
+	[PERFMAP_JITDUMP_BAD_HEADER_SIZE] = "bad_header_size",
+	[PERFMAP_JITDUMP_BAD_PID] = "bad_pid",
+	[PERFMAP_JITDUMP_RECORD_TOO_SMALL] = "record_too_small",
+	[PERFMAP_JITDUMP_RECORD_TOO_LARGE] = "record_too_large",
+	[PERFMAP_JITDUMP_NAME_UNTERMINATED] = "name_unterminated",
+	[PERFMAP_JITDUMP_NAME_TOO_LONG] = "name_too_long",
+	[PERFMAP_JITDUMP_CODE_SIZE] = "code_size",
+	[PERFMAP_JITDUMP_BAD_RANGE] = "bad_range",
+	[PERFMAP_JITDUMP_BAD_DEBUG_INFO] = "bad_debug_info",
+	[PERFMAP_JITDUMP_TOO_MANY] = "too_many",
+	[PERFMAP_JITDUMP_PID_MISMATCH] = "pid_mismatch",
+};
+
+const char *perfmap__jitdump_stop_key(enum perfmap_jitdump_stop stop)
+{
+	if ((unsigned int)stop >= __PERFMAP_JITDUMP_STOP_MAX)
+		return "unknown";
+	return stop_key[stop];
+}
+
 const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop)
 {
 	if ((unsigned int)stop >= __PERFMAP_JITDUMP_STOP_MAX)

@@ -118,6 +118,7 @@ struct jitdumps {
 	struct perfmap_jitdump_budget all;   /* every dump's together */
 	struct uid_budget *ubs[JITDUMPS_MAX]; /* one per uid with a dump, at most one per dump */
 	struct refused_marker refused[REFUSED_RECENT];
+	uint64_t stops[__PERFMAP_JITDUMP_STOP_MAX]; /* dumps stopped, by the reason (the status's jitdump_stops) */
 	unsigned int refused_next;
 	struct jitdumps_stats st;
 };
@@ -419,6 +420,8 @@ static long read_dump(struct jitdumps *jd, struct dump *d, long budget)
 		return 0;
 	}
 	n = perfmap__jitdump_read(d->rd, d->fd, (size_t)budget);
+	if (n == -EBADMSG && (unsigned int)s->stop < __PERFMAP_JITDUMP_STOP_MAX)
+		jd->stops[s->stop]++;
 	if (n == -EBADMSG) {
 		if (s->stop == PERFMAP_JITDUMP_TOO_MANY)
 			jd->st.jitdump_over_limit++;
@@ -889,6 +892,20 @@ size_t jitdumps__describe(const struct jitdumps *jd, char *buf, size_t len, unsi
 	unsigned int listed = 0, i, ours;
 	size_t off = 0;
 	int n;
+
+	/* The reasons dumps stopped being read, those that did: "jitdump_stops: record_too_small=2". */
+	for (i = 1; i < __PERFMAP_JITDUMP_STOP_MAX && off < len; i++) {
+		if (!jd->stops[i])
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s=%llu", off ? " " : "jitdump_stops: ",
+			     perfmap__jitdump_stop_key((enum perfmap_jitdump_stop)i),
+			     (unsigned long long)jd->stops[i]);
+		if (n < 0)
+			return off;
+		off += (size_t)n < len - off ? (size_t)n : len - off - 1;
+	}
+	if (off && off < len - 1)
+		buf[off++] = '\n', buf[off] = '\0';
 
 	for (d = jd->dumps; d && listed < max && off < len; d = d->next, listed++) {
 		s = perfmap__jitdump_stats(d->rd);

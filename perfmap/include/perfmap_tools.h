@@ -467,6 +467,8 @@ long perfmap__jitdump_read(struct perfmap_jitdump *j, int fd, size_t max_records
 const struct perfmap_jitdump_stats *perfmap__jitdump_stats(const struct perfmap_jitdump *j);
 /* "record size above 64 MiB", for a stop reason. */
 const char *perfmap__jitdump_stop_str(enum perfmap_jitdump_stop stop);
+/* "record_too_large": the reason as a word, for a status key or a label. */
+const char *perfmap__jitdump_stop_key(enum perfmap_jitdump_stop stop);
 /*
  * The live functions whose record carries @pid (0: every pid's, whose ranges
  * may overlap when there are several), as canonical perf-map lines in address

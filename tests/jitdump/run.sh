@@ -468,6 +468,9 @@ test_hostile() {
 	hostile symlink jitdump_refused --swap symlink --
 	hostile fifo jitdump_refused --swap fifo --
 	hostile_other
+	check "hostile: each malformed dump counted by its reason in the status" \
+		eval '"$BUILD/perfmapctl" status --all --map-dir "$d" --run-dir "$RUN_DIR" | grep "^jitdump_stops: " |
+			grep -q "record_too_small=1 record_too_large=1 name_unterminated=1 code_size=1 pid_mismatch=1"'
 	hostile_userns
 	# A dump growing without end: records the agent reads a bounded share of a tick,
 	# answering all the while, its memory bounded.

@@ -356,7 +356,7 @@ test_cpython() {
 	read -r -a workers <<<"$(awk '$1 == "workers" { $1 = ""; print }' "$WORK/py.out")"
 	# CPython writes its dumps in /tmp, whatever the directory.
 	TMP_FILES+=("/tmp/jit-$parent.dump")
-	for w in "${workers[@]}"; do TMP_FILES+=("/tmp/jit-$w.dump"); done
+	for w in $(awk '$1 == "pool" { $1 = ""; print }' "$WORK/py.out"); do TMP_FILES+=("/tmp/jit-$w.dump"); done
 	check "cpython: $("$py" -V 2>&1) -X perf_jit: the parent's map names its functions" \
 		wait_for 10 grep -qs "py::parent_hot:" "$d/perf-$parent.map"
 	for w in "${workers[@]}"; do

@@ -266,3 +266,18 @@ cleanup_agent() {
 	wait 2>/dev/null
 	AGENT_PID=
 }
+
+# find_python MINOR: the path of a CPython 3.MINOR or later (3.12 for -X perf, 3.13
+# for -X perf_jit): on the PATH, else under pyenv (root's, where the suites run);
+# nothing, and 1, when there is none.
+find_python() {
+	local want="import sys; sys.exit(sys.version_info < (3, $1))" v root
+	for v in python3.14 python3.13 python3.12; do
+		command -v "$v" >/dev/null && "$v" -c "$want" 2>/dev/null && { command -v "$v"; return 0; }
+	done
+	root=$(pyenv root 2>/dev/null) || root=$HOME/.pyenv
+	for v in "$root"/versions/3.*/bin/python3; do
+		[ -x "$v" ] && "$v" -c "$want" 2>/dev/null && { echo "$v"; return 0; }
+	done
+	return 1
+}

@@ -540,22 +540,9 @@ test_log_names() {
 }
 
 # CPython with -X perf and os.fork, where a 3.12+ exists.
-find_python() {
-	local v
-	for v in python3.14 python3.13 python3.12; do
-		command -v "$v" >/dev/null && "$v" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null &&
-			{ command -v "$v"; return; }
-	done
-	if command -v pyenv >/dev/null; then
-		for v in "$(pyenv root)"/versions/3.1[2-9]*/bin/python3; do
-			[ -x "$v" ] && { echo "$v"; return; }
-		done
-	fi
-}
-
 test_cpython() {
 	local py out rc version
-	py=$(find_python)
+	py=$(find_python 12)
 	[ -n "$py" ] || { skip "no CPython 3.12+ on this machine"; return; }
 	version=$("$py" -V 2>&1)
 	start_agent "$WORK/cpython.log" --map-dir /tmp --archive-dir "$WORK/archive-py" || {
@@ -1232,7 +1219,7 @@ test_lost_symbols() {
 	"$FORKJIT" --dir "$other" --entries 8 --hold-ms 8000 & lost=$!
 	"$FORKJIT" --dir /tmp --entries 8 --hold-ms 8000 & named=$!
 	TMP_MAPS+=("$named")
-	py=$(find_python)
+	py=$(find_python 12)
 	if [ -n "$py" ]; then
 		"$py" -c 'import time; time.sleep(8)' & py_plain=$!
 	fi

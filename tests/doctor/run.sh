@@ -362,18 +362,9 @@ while True:
     time.sleep(0.01)
 '
 
-find_python312() {
-	local root p
-	root=$(pyenv root 2>/dev/null) || root=$HOME/.pyenv
-	for p in "$root"/versions/3.1[2-9]*/bin/python3; do
-		[ -x "$p" ] && { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 test_cpython() {
 	local py j=$WORK/py.json
-	py=$(find_python312) || { skip "no CPython 3.12+ under pyenv"; return; }
+	py=$(find_python 12) || { skip "no CPython 3.12+ under pyenv"; return; }
 	printf '%s' "$PY_LOOP" >"$WORK/loop.py"
 	runtime_doctor py "$j" "'$py' -X perf '$WORK/loop.py'"
 	check "CPython -X perf: healthy, exit 0 (got $RC; $(codes "$j"))" [ "$RC" = 0 ]

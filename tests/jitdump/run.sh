@@ -332,22 +332,9 @@ test_consumers() {
 
 # CPython 3.13+ -X perf_jit: the parent's map, and a fork pool's workers
 # running functions compiled in the parent named in theirs.
-find_python313() {
-	local v
-	for v in python3.14 python3.13; do
-		command -v "$v" >/dev/null && "$v" -c 'import sys; sys.exit(sys.version_info < (3, 13))' 2>/dev/null &&
-			{ command -v "$v"; return; }
-	done
-	if command -v pyenv >/dev/null; then
-		for v in "$(pyenv root)"/versions/3.1[3-9]*/bin/python3; do
-			[ -x "$v" ] && { echo "$v"; return; }
-		done
-	fi
-}
-
 test_cpython() {
 	local d a py parent w workers=() ok
-	py=$(find_python313)
+	py=$(find_python 13)
 	[ -n "$py" ] || { skip "no CPython 3.13+ on this machine (-X perf_jit)"; return; }
 	start_scenario cpython cpython || return
 	prod_start py "$py" -X perf_jit "$HERE/fork_pool.py" || return

@@ -596,7 +596,7 @@ JS
 	else
 		skip "no node here"
 	fi
-	py=$(find_python)
+	py=$(find_python 12)
 	if [ -n "$py" ]; then
 		cat >"$WORK/busy.py" <<'PY'
 import time
@@ -617,18 +617,6 @@ PY
 	else
 		skip "no CPython 3.12+ here"
 	fi
-}
-
-find_python() {
-	local v root
-	root=$(command -v pyenv >/dev/null && pyenv root 2>/dev/null)
-	for v in python3.13 python3.12; do
-		command -v "$v" >/dev/null && "$v" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null &&
-			{ command -v "$v"; return; }
-	done
-	for v in "${root:-/root/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
-		[ -x "$v" ] && { echo "$v"; return; }
-	done
 }
 
 # What the user gets wrong: a pid that does not exist, an unprivileged user, no target.

@@ -434,7 +434,7 @@ test_kill_copies() {
 # holds; so does the end of the suite's shell, however it ends.
 write_helper() {
 	cat >"$HELPER" <<'EOF'
-import ctypes, fcntl, os, re, select, signal, sys, threading
+import ctypes, fcntl, os, re, select, signal, sys, threading, time
 
 FAN_CLOEXEC, FAN_CLASS_CONTENT, FAN_MARK_ADD = 0x01, 0x04, 0x01
 FAN_OPEN_PERM, FAN_EVENT_ON_CHILD = 0x10000, 0x08000000
@@ -507,23 +507,34 @@ def hold(out, dirs):
 def take(out, specs):
     o = open(out, "a", buffering=1)
     r, w = os.pipe()
-    stop, children = threading.Event(), []
+    threads, children = [], []
     for spec in specs:
         thread = spec.startswith("t:")
         want, got = int(spec[2:] if thread else spec), False
-        for _ in range(200):
+        # Another task on a busy host can take the pid between the write and
+        # the clone (only CRIU-like users take the lock); it is let go of
+        # when that task is reaped, so a miss waits a little and tries again
+        # until a deadline (six of them within helper_start's 30 s), not a
+        # fixed number of times in a few ms.
+        deadline = time.monotonic() + 4
+        while not got and time.monotonic() < deadline:
             with open("/proc/sys/kernel/ns_last_pid", "r+") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)  # the kernel's users of ns_last_pid take it (CRIU)
                 f.write(str(want - 1))
                 f.flush()
                 if thread:
-                    tid = []
-                    t = threading.Thread(target=lambda: (tid.append(threading.get_native_id()), stop.wait()),
+                    tid, mine = [], threading.Event()
+                    t = threading.Thread(target=lambda tid=tid, mine=mine: (tid.append(threading.get_native_id()), mine.wait()),
                                          daemon=True)
                     t.start()
                     while not tid:
                         pass
                     got = tid[0] == want
+                    if got:
+                        threads.append(mine)
+                    else:
+                        mine.set()  # a miss holds no pid it was not asked for
+                        t.join()
                 else:
                     pid = os.fork()
                     if not pid:
@@ -537,14 +548,15 @@ def take(out, specs):
                         children.append(pid)
                     else:
                         os.waitpid(pid, 0)
-            if got:
-                break
+            if not got:
+                time.sleep(0.005)
         o.write("%s %d %s\n" % ("took" if got else "missed", want, "thread" if thread else "process"))
     o.write("ready\n")
     for line in sys.stdin:
         if line == "quit\n":
             break
-    stop.set()
+    for mine in threads:
+        mine.set()
     os.close(w)
     for pid in children:
         os.waitpid(pid, 0)

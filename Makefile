@@ -9,7 +9,8 @@
 #   make bench         the writer beside write() and CPython; the agent's latency and
 #                      cost to the host, with and without it (root)
 #   make fuzz          a longer run of each libFuzzer target (FUZZ_SECONDS=300 each)
-#   make install       PREFIX=/usr/local DESTDIR= (man pages in $(PREFIX)/share/man/man8)
+#   make install       PREFIX=/usr/local DESTDIR= (man pages in $(PREFIX)/share/man/man8,
+#                      the systemd units in $(PREFIX)/lib/systemd/system)
 #   make run           deps, build, run the agent in the foreground
 
 PREFIX ?= /usr/local
@@ -18,6 +19,8 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR ?= $(PREFIX)/share/man
+# /usr/local/lib/systemd/system is on systemd's search path.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 
 ifeq ($(origin CC),default)
@@ -71,6 +74,9 @@ AGENTD_OBJS := $(AGENTD_SRCS:%.c=$(O)/obj/%.o)
 # perfmapctl --json writes through json-c (see scripts/deps.sh for why).
 JSON_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null)
 JSON_LIBS := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
+# perfmapctl profile --push sends through libcurl (see scripts/deps.sh for why).
+CURL_CFLAGS := $(shell pkg-config --cflags libcurl 2>/dev/null)
+CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 
 # BPF: vmlinux.h from the running kernel's BTF, CO-RE object, skeleton.
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
@@ -90,7 +96,11 @@ BPF_LIBS := $(shell pkg-config --libs libbpf 2>/dev/null || echo -lbpf -lelf -lz
 AGENTD_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS)
 # The profiler names native code with elfutils' libdwfl (see scripts/deps.sh for why).
 DW_LIBS := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
-PROF_LIBS := $(BPF_LIBS) $(DW_LIBS)
+# It demangles C++ and Rust names with libiberty's demangler, as perf does (no .pc: Debian's libiberty-dev, PIC).
+IBERTY_LIBS := -liberty
+PROF_LIBS := $(BPF_LIBS) $(DW_LIBS) $(IBERTY_LIBS)
+# What perfmapctl links beside its own objects and the two libraries.
+CTL_LIBS = $(JSON_LIBS) $(PROF_LIBS) $(PROTOBUF_LIBS) $(CURL_LIBS) -lz
 PROF_BPF_OBJ := $(BPF_DIR)/profile.bpf.o
 PROF_SKEL := $(BPF_DIR)/profile.skel.h
 
@@ -131,29 +141,31 @@ $(O)/obj/profile/%.o: profile/%.c
 
 $(O)/obj/profile/sampler.o: $(PROF_SKEL)
 
-# pprof's profile.proto, compiled by protoc-c (see scripts/deps.sh for why).
-PROTO_C := $(O)/proto/profile.pb-c.c
-PROTO_H := $(O)/proto/profile.pb-c.h
-PROTO_OBJ := $(O)/obj/proto/profile.pb-c.o
+# pprof's profile.proto, and the push APIs of Pyroscope and Parca, compiled by
+# protoc-c (see scripts/deps.sh for why).
+PROTOS := profile push profilestore
+PROTO_C := $(PROTOS:%=$(O)/proto/%.pb-c.c)
+PROTO_H := $(PROTOS:%=$(O)/proto/%.pb-c.h)
+PROTO_OBJ := $(PROTOS:%=$(O)/obj/proto/%.pb-c.o)
 PROTOBUF_CFLAGS := $(shell pkg-config --cflags libprotobuf-c 2>/dev/null)
 PROTOBUF_LIBS := $(shell pkg-config --libs libprotobuf-c 2>/dev/null || echo -lprotobuf-c)
 
-$(PROTO_C) $(PROTO_H) &: ctl/proto/profile.proto
+$(O)/proto/%.pb-c.c $(O)/proto/%.pb-c.h &: ctl/proto/%.proto
 	@mkdir -p $(@D)
 	$(call msg,PROTOC,$@)
 	$(Q)protoc-c --c_out=$(O)/proto -Ictl/proto $<
 
-$(PROTO_OBJ): $(PROTO_C)
+$(O)/obj/proto/%.pb-c.o: $(O)/proto/%.pb-c.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(PROTOBUF_CFLAGS) $(CFLAGS) -I$(O)/proto -c $< -o $@
 
-$(O)/obj/ctl/profile_pprof.o: $(PROTO_H)
+$(O)/obj/ctl/profile_pprof.o $(O)/obj/ctl/profile_push.o $(O)/obj/ctl/profile_push_encode.o: $(PROTO_H)
 
 $(O)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) $(CURL_CFLAGS) $(CFLAGS) -c $< -o $@
 
 # The skeleton is generated: events.c needs it before its first compile.
 $(O)/obj/agent/in/events.o: $(BPF_SKEL)
@@ -237,8 +249,7 @@ $(PC): perfmap/perfmap.pc.in Makefile
 # Tools link the static library: one self-contained binary per host.
 $(CTL): $(CTL_OBJS) $(PROTO_OBJ) $(PROF_A) $(LIBA)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(PROTO_OBJ) $(PROF_A) $(LIBA) $(JSON_LIBS) \
-		$(PROF_LIBS) $(PROTOBUF_LIBS) -lz
+	$(Q)$(CC) -pthread $(LDFLAGS) -o $@ $(CTL_OBJS) $(PROTO_OBJ) $(PROF_A) $(LIBA) $(CTL_LIBS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
@@ -253,6 +264,12 @@ install: all
 	ln -sf libperfmap-profile.so.$(PROF_VERSION) $(DESTDIR)$(LIBDIR)/libperfmap-profile.so
 	$(PC_SED) -e 's|@PROF_VERSION@|$(PROF_VERSION)|' profile/perfmap-profile.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/perfmap-profile.pc
 	install -m 0644 man/perfmapd.8 man/perfmapctl.8 $(DESTDIR)$(MANDIR)/man8/
+	@# The units run the binaries where BINDIR put them (deploy/README.md).
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	for u in perfmapd perfmapd-profile; do \
+		sed 's|^ExecStart=/usr/local/bin/|ExecStart=$(BINDIR)/|' deploy/systemd/$$u.service \
+			> $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.service && chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u.service || exit 1; \
+	done
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/libperfmap.a
 	install -m 0755 $(LIBSO_REAL) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(VERSION)
 	ln -sf libperfmap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libperfmap.so.$(SOVERSION)
@@ -266,7 +283,8 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libperfmap.a $(DESTDIR)$(LIBDIR)/libperfmap.so* \
 		$(DESTDIR)$(LIBDIR)/libperfmap-profile.a $(DESTDIR)$(LIBDIR)/libperfmap-profile.so* \
 		$(DESTDIR)$(PKGCONFIGDIR)/perfmap.pc $(DESTDIR)$(PKGCONFIGDIR)/perfmap-profile.pc \
-		$(DESTDIR)$(MANDIR)/man8/perfmapd.8 $(DESTDIR)$(MANDIR)/man8/perfmapctl.8
+		$(DESTDIR)$(MANDIR)/man8/perfmapd.8 $(DESTDIR)$(MANDIR)/man8/perfmapctl.8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/perfmapd.service $(DESTDIR)$(SYSTEMDUNITDIR)/perfmapd-profile.service
 
 clean:
 	rm -rf $(O)

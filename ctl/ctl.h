@@ -61,6 +61,13 @@ struct ctl_archive {
 void ctl_archive_find(struct ctl_archive *a, const char *given, const char *map_dir,
 		      const char *run_dir);
 
+/*
+ * @len bytes of @in, from a process, a file or a server, printable in
+ * @out (@cap bytes, NUL-terminated, cut to fit): bytes outside printable
+ * ASCII, quotes and backslashes as \xNN (common.c).
+ */
+void ctl_escape(char *out, size_t cap, const char *in, size_t len);
+
 /* "perfmapctl: " and the message on stderr, a line (common.c). */
 void ctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

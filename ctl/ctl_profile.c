@@ -25,9 +25,15 @@
 #include "ctl.h"
 #include "perfmap_profile.h"
 #include "profile_pprof.h"
+#include "profile_push.h"
 #include "profile_report.h"
+#include "profile_series.h"
 
 #define PIDS_MAX 256
+#define LABELS_MAX 32
+#define HEADERS_MAX 32
+/* The continuous default: the fleet profilers' 20 Hz, not a terminal session's 100. */
+#define EVERY_INTERVAL_MS 50
 
 enum zone_kind { ZONE_CGROUP, ZONE_COMM, ZONE_EXE };
 
@@ -45,6 +51,16 @@ struct prof_run {
 	struct perfmap_profile_stats stats;
 	uint32_t max_stacks;
 	bool failed;
+	/* --push: each sample's workload (wls[i] is samples[i]'s), each workload once a period. */
+	bool want_workloads;
+	const struct prof_workload **wls;
+	struct prof_workload **workloads;
+	size_t nworkloads;
+	struct prof_push *push;
+	struct prof_series_opts so;
+	char hostname[256];
+	uint64_t push_total;              /* samples handed to the pusher */
+	uint64_t push_unencoded;          /* samples of periods that could not be encoded */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -150,12 +166,48 @@ static const char *zone_of(struct prof_run *r, const struct perfmap_profile_stac
 	return keep(r, pr.cgroup ? pr.cgroup : "(unknown)");
 }
 
+/* @st's process's workload, kept for the period, once per content: the series it is pushed in. */
+static const struct prof_workload *workload_of(struct prof_run *r, const struct perfmap_profile_stack *st)
+{
+	struct prof_workload w, *k, **nw;
+	struct perfmap_process pr;
+	char buf[2048];
+
+	if (perfmap_symbolizer_process(r->sym, st->pid, st->start_ticks, &pr))
+		pr = (struct perfmap_process){ 0 };
+	prof_workload_of(pr.exe ? pr.exe : st->comm, pr.cgroup, pr.container, &w, buf, sizeof(buf));
+	/* Interned: equal contents are one pointer, so a workload is found by its pointers. */
+	w.service = keep(r, w.service);
+	w.container = keep(r, w.container);
+	w.pod_uid = keep(r, w.pod_uid);
+	w.unit = keep(r, w.unit);
+	w.cgroup = keep(r, w.cgroup);
+	for (size_t i = 0; i < r->nworkloads; i++) {
+		k = r->workloads[i];
+		if (k->service == w.service && k->container == w.container && k->pod_uid == w.pod_uid &&
+		    k->unit == w.unit && k->cgroup == w.cgroup)
+			return k;
+	}
+	nw = realloc(r->workloads, (r->nworkloads + 1) * sizeof(*nw));
+	k = malloc(sizeof(*k));
+	if (nw)
+		r->workloads = nw;
+	if (!nw || !k) {
+		free(k);
+		r->failed = true;
+		return NULL;
+	}
+	*k = w;
+	r->workloads[r->nworkloads++] = k;
+	return k;
+}
+
 /* The library's callback: each distinct stack, named now, while the symbolizer has it all. */
 static void on_stack(void *data, const struct perfmap_profile_stack *st)
 {
 	const struct prof_cred *cred = NULL;
 	struct prof_run *r = data;
-	struct perfmap_symbol sym;
+	struct perfmap_frame fr;
 	struct perfmap_creds pc;
 	struct prof_frame *f;
 	struct prof_sample *ns;
@@ -170,6 +222,15 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 		}
 		r->samples = ns;
 		r->cap = cap;
+		if (r->want_workloads) {
+			const struct prof_workload **nw = realloc(r->wls, cap * sizeof(*nw));
+
+			if (!nw) {
+				r->failed = true;
+				return;
+			}
+			r->wls = nw;
+		}
 	}
 	f = calloc(st->nips ? st->nips : 1, sizeof(*f));
 	if (!f) {
@@ -177,16 +238,24 @@ static void on_stack(void *data, const struct perfmap_profile_stack *st)
 		return;
 	}
 	for (uint32_t i = 0; i < st->nips; i++) {
-		perfmap_symbolizer_lookup_image(r->sym, st->pid, st->start_ticks, st->image, st->ips[i],
-						&sym);
-		f[i] = (struct prof_frame){ .name = keep(r, sym.name), .module = keep(r, sym.module),
-					    .offset = sym.offset, .file = keep(r, sym.file),
-					    .line = sym.line, .state = sym.state };
+		/* The name as people read it for every view; the mangled one, build id and address for pprof. */
+		fr = (struct perfmap_frame){ .sz = sizeof(fr) };
+		perfmap_symbolizer_lookup_frame(r->sym, st->pid, st->start_ticks, st->image, st->ips[i],
+						&fr);
+		f[i] = (struct prof_frame){ .name = keep(r, fr.demangled), .module = keep(r, fr.sym.module),
+					    .offset = fr.sym.offset, .file = keep(r, fr.sym.file),
+					    .line = fr.sym.line, .state = fr.sym.state,
+					    .system_name = keep(r, fr.sym.name),
+					    .build_id = keep(r, fr.build_id), .in_file = fr.in_file,
+					    .address = fr.file_addr, .map_start = fr.map_start,
+					    .map_limit = fr.map_limit, .map_offset = fr.map_offset };
 	}
 	/* Whose eyes its sources are opened with (a and A): none read, none shown. */
 	if (r->view.annotate >= 0 &&
 	    !perfmap_symbolizer_creds(r->sym, st->pid, st->start_ticks, st->image, &pc))
 		cred = keep_cred(r, &pc);
+	if (r->want_workloads)
+		r->wls[r->n] = workload_of(r, st);
 	r->samples[r->n++] = (struct prof_sample){ .frames = f, .n = st->nips,
 						   .zone = zone_of(r, st), .count = st->samples,
 						   .cred = cred };
@@ -207,6 +276,10 @@ static const char usage[] =
 	"Usage: perfmapctl profile [-j LETTERS] [-o FILE] [-d DURATION] [--zone cgroup|comm|exe]\n"
 	"                          [--every DURATION] [--max-stacks N] [--no-keep-maps] [--states FILE]\n"
 	"                          [--map-dir DIR] [--archive-dir DIR] [--run-dir DIR]\n"
+	"                          [--push URL [--push-protocol pyroscope|pyroscope-ingest|parca|parca-grpc]\n"
+	"                           [--push-ca FILE] [--push-basic-auth-file FILE] [--push-token-file FILE]\n"
+	"                           [--push-tenant ID] [--push-header 'NAME: VALUE']... [--label NAME=VALUE]...\n"
+	"                           [--push-spool DIR] [--push-spool-max SIZE] [--push-timeout DURATION]]\n"
 	"                          (-p PID[,PID...] ... | -a | -- COMMAND [ARGS...])\n"
 	"\n"
 	"Samples the processes (and the children they fork), the whole host, or\n"
@@ -220,7 +293,10 @@ static const char usage[] =
 	"  r  raw counts   a / A  annotate source   G  folded stacks for flame graphs\n"
 	"  m<N>  minimum percent (3)              i<N>  interval in ms (10)\n"
 	"-o FILE.pb.gz writes pprof (go tool pprof); --every writes a profile per period\n"
-	"to -o FILE with the period's start time in its name. With perfmapd running\n"
+	"to -o FILE with the period's start time in its name, sampling at 20 Hz unless\n"
+	"-j gives i<N>. --push URL sends each period's profile, a series per workload,\n"
+	"to Grafana Pyroscope (the default) or Parca, from a bounded spool with retries;\n"
+	"credentials are read from files, never given on the command line. With perfmapd running\n"
 	"(its --run-dir), it keeps the maps of the processes sampled until they are named.\n"
 	"docs/profile.md has them all beside LuaJIT's.\n";
 
@@ -298,6 +374,10 @@ static void say_unnamed(const struct prof_run *r)
 
 struct prof_args {
 	const char *letters, *out, *states, *map_dir, *archive_dir, *run_dir;
+	struct prof_push_opts push;
+	const char *headers[HEADERS_MAX];
+	struct prof_label labels[LABELS_MAX];
+	size_t nlabels;
 	uint64_t duration_s, every_s;
 	uint32_t max_stacks;
 	bool no_keep_maps;
@@ -328,6 +408,73 @@ static const char *hold_socket(const struct prof_args *a, char *path, size_t len
 	return path;
 }
 
+/* "Name: value", a header as curl sends it: a token, a colon, no line break to smuggle another. */
+static bool header_ok(const char *h)
+{
+	size_t n = strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+
+	return n && h[n] == ':' && !strpbrk(h, "\r\n");
+}
+
+/* The --push options, into @a->push. */
+static int parse_push_arg(int opt, const char *arg, struct prof_args *a)
+{
+	struct prof_push_opts *o = &a->push;
+	uint64_t v;
+
+	switch (opt) {
+	case 'U':
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8)) {
+			ctl_error("profile: --push %s: an http:// or https:// URL", arg);
+			return -EINVAL;
+		}
+		o->url = arg;
+		break;
+	case 'P' + 256:
+		if (prof_push_protocol_parse(arg, &o->protocol)) {
+			ctl_error("profile: --push-protocol %s: pyroscope, pyroscope-ingest, parca or parca-grpc", arg);
+			return -EINVAL;
+		}
+		break;
+	case 'C' + 256: o->ca_file = arg; break;
+	case 'B' + 256: o->basic_auth_file = arg; break;
+	case 'T' + 256: o->token_file = arg; break;
+	case 'N' + 256: o->tenant = arg; break;
+	case 'S' + 256: o->spool_dir = arg; break;
+	case 'H' + 256:
+		if (!header_ok(arg) || o->nheaders == HEADERS_MAX) {
+			ctl_error("profile: --push-header: 'Name: value', one line (%d at most)", HEADERS_MAX);
+			return -EINVAL;
+		}
+		a->headers[o->nheaders++] = arg;
+		o->headers = a->headers;
+		break;
+	case 'L' + 256:
+		if (a->nlabels == LABELS_MAX || prof_label_parse(arg, &a->labels[a->nlabels])) {
+			ctl_error("profile: --label %s: NAME=VALUE, NAME [a-zA-Z_][a-zA-Z0-9_]* not starting with __, VALUE 1 to 1024 bytes (%d labels at most)",
+				  arg, LABELS_MAX);
+			return -EINVAL;
+		}
+		a->nlabels++;
+		break;
+	case 'M' + 256:
+		if (perfmap__parse_bytes(arg, &v) || v < 4096) {
+			ctl_error("profile: --push-spool-max %s: a size, 4K at least (64M, 1G)", arg);
+			return -EINVAL;
+		}
+		o->spool_max = v;
+		break;
+	case 'O' + 256:
+		if (perfmap__parse_duration(arg, &v) || !v || v > 600) {
+			ctl_error("profile: --push-timeout %s: 1s to 10m", arg);
+			return -EINVAL;
+		}
+		o->timeout_ms = v * 1000;
+		break;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_run *r)
 {
 	static const struct option longopts[] = {
@@ -339,6 +486,17 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		{ "every", required_argument, NULL, 'E' },
 		{ "max-stacks", required_argument, NULL, 'X' },
 		{ "no-keep-maps", no_argument, NULL, 'K' },
+		{ "push", required_argument, NULL, 'U' },
+		{ "push-protocol", required_argument, NULL, 'P' + 256 },
+		{ "push-ca", required_argument, NULL, 'C' + 256 },
+		{ "push-basic-auth-file", required_argument, NULL, 'B' + 256 },
+		{ "push-token-file", required_argument, NULL, 'T' + 256 },
+		{ "push-tenant", required_argument, NULL, 'N' + 256 },
+		{ "push-header", required_argument, NULL, 'H' + 256 },
+		{ "label", required_argument, NULL, 'L' + 256 },
+		{ "push-spool", required_argument, NULL, 'S' + 256 },
+		{ "push-spool-max", required_argument, NULL, 'M' + 256 },
+		{ "push-timeout", required_argument, NULL, 'O' + 256 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -393,6 +551,20 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 			break;
 		}
 		case 'K': a->no_keep_maps = true; break;
+		case 'U':
+		case 'P' + 256:
+		case 'C' + 256:
+		case 'B' + 256:
+		case 'T' + 256:
+		case 'N' + 256:
+		case 'H' + 256:
+		case 'L' + 256:
+		case 'S' + 256:
+		case 'M' + 256:
+		case 'O' + 256:
+			if (parse_push_arg(opt, optarg, a))
+				return -EINVAL;
+			break;
 		case 'S': a->states = optarg; break;
 		case 'M': a->map_dir = optarg; break;
 		case 'A': a->archive_dir = optarg; break;
@@ -407,14 +579,22 @@ static int parse_args(int argc, char **argv, struct prof_args *a, struct prof_ru
 		ctl_error("profile: give one of -p PID, -a or -- COMMAND");
 		return -EINVAL;
 	}
-	if (a->every_s && (!a->out || !strcmp(a->out, "-"))) {
-		ctl_error("profile: --every writes a file per period: give -o FILE");
+	if (a->every_s && !a->push.url && (!a->out || !strcmp(a->out, "-"))) {
+		ctl_error("profile: --every writes a file per period: give -o FILE, or --push URL");
+		return -EINVAL;
+	}
+	if (!a->push.url && (a->push.ca_file || a->push.token_file || a->push.basic_auth_file ||
+			     a->push.tenant || a->push.nheaders || a->nlabels || a->push.spool_dir)) {
+		ctl_error("profile: --push-* and --label go with --push URL");
 		return -EINVAL;
 	}
 	if (prof_view_parse(a->letters, &r->view, err, sizeof(err))) {
 		ctl_error("profile: -j %s: %s", a->letters, err);
 		return -EINVAL;
 	}
+	if (a->every_s && !(a->letters && strchr(a->letters, 'i')))
+		r->view.interval_ms = EVERY_INTERVAL_MS;
+	r->want_workloads = a->push.url != NULL;
 	return 0;
 }
 
@@ -505,9 +685,72 @@ static int write_period_file(const struct prof_run *r, const char *out, uint64_t
 	return err;
 }
 
+/* The period's samples to the pusher, a series per workload; never waits on the server. */
+static void push_out(struct prof_run *r, const struct prof_args *a, uint64_t start_ns, uint64_t end_ns)
+{
+	struct prof_pprof_info info = {
+		.interval_ns = r->view.interval_ms * 1000000ull, .time_ns = start_ns,
+		.duration_ns = end_ns - start_ns,
+	};
+	struct prof_push_stats ps;
+	struct push_req **reqs;
+	size_t nreqs, nseries, bytes = 0;
+	int err;
+
+	err = r->failed ? -ENOMEM :
+	      push_period_requests(a->push.protocol, a->push.tenant, r->samples, r->wls, r->n, &r->so,
+				   &info, &reqs, &nreqs, &nseries);
+	if (err) {
+		ctl_error("profile: push: cannot make the period's profiles: %s; its %llu samples are not sent",
+			  strerror(-err), (unsigned long long)r->total);
+		r->push_unencoded += r->total;
+		return;
+	}
+	for (size_t i = 0; i < nreqs; i++)
+		bytes += reqs[i]->len;
+	prof_push__submit(r->push, reqs, nreqs);
+	r->push_total += r->total;
+	prof_push__stats(r->push, &ps);
+	/* A line a period, as the file's: what this period made, and how the pushes have gone. */
+	fprintf(stderr,
+		"perfmapctl: profile: push: %zu series, %zu bytes; pushed %llu, retried %llu, rejected %llu, dropped %llu, waiting %llu (%llu bytes)%s%s\n",
+		nseries, bytes, (unsigned long long)ps.pushed, (unsigned long long)ps.retried,
+		(unsigned long long)ps.rejected, (unsigned long long)ps.dropped,
+		(unsigned long long)ps.waiting, (unsigned long long)ps.waiting_bytes,
+		ps.last_error[0] ? "; last error: " : "", ps.last_error);
+}
+
+/*
+ * The end of a push: what waits is tried for a request's timeout more,
+ * then kept in the spool directory or counted dropped; the final counts.
+ */
+static void push_final(struct prof_run *r, const struct prof_args *a)
+{
+	struct prof_push_stats ps;
+
+	prof_push__drain(r->push, (a->push.timeout_ms ? a->push.timeout_ms : PROF_PUSH_TIMEOUT_MS_DEFAULT) + 5000);
+	prof_push__stats(r->push, &ps);
+	fprintf(stderr,
+		"perfmapctl: profile: push: %llu samples in %llu periods; pushed %llu requests (%llu samples, %llu bytes), retried %llu, rejected %llu (%llu samples), dropped %llu (%llu samples), kept in the spool %llu (%llu bytes), not encoded %llu samples; the kernel took %llu (%llu past --max-stacks)%s%s\n",
+		(unsigned long long)r->push_total, (unsigned long long)r->periods + 1,
+		(unsigned long long)ps.pushed, (unsigned long long)ps.pushed_samples,
+		(unsigned long long)ps.bytes, (unsigned long long)ps.retried,
+		(unsigned long long)ps.rejected, (unsigned long long)ps.rejected_samples,
+		(unsigned long long)ps.dropped, (unsigned long long)ps.dropped_samples,
+		(unsigned long long)ps.waiting, (unsigned long long)ps.waiting_disk,
+		(unsigned long long)r->push_unencoded, (unsigned long long)r->stats.taken,
+		(unsigned long long)r->stats.lost_keys, ps.last_error[0] ? "; last error: " : "",
+		ps.last_error);
+}
+
 /* The kept strings and credentials, once no sample points at them: a period's run for days keeps its own only. */
 static void strings_reset(struct prof_run *r)
 {
+	for (size_t i = 0; i < r->nworkloads; i++)
+		free(r->workloads[i]);
+	free(r->workloads);
+	r->workloads = NULL;
+	r->nworkloads = 0;
 	perfmap__strtab_release(&r->strings);
 	for (size_t i = 0; i < r->ncreds; i++)
 		free(r->creds[i]);
@@ -537,21 +780,25 @@ static int write_period(struct perfmap_profile *p, struct prof_run *r, const str
 	err = perfmap_profile_flush(p);
 	if (!err && r->failed)
 		err = -ENOMEM;
-	if (!err) {
+	if (!err && a->out) {
 		err = write_period_file(r, a->out, *start_ns, end_ns, path, sizeof(path));
 		if (err)
 			ctl_error("profile: %s: %s", path, strerror(-err));
+	}
+	if (!err || a->push.url) {
 		say_unnamed(r);
-		if (!err) {
-			r->every_total += r->total;
-			r->periods++;
-		}
+		r->every_total += r->total;
+		r->periods++;
 		/* A line a period, for the journal of a profiler that runs for days. */
 		perfmap_profile_stats(p, &r->stats);
-		if (!err)
-			fprintf(stderr, "perfmapctl: profile: %s: %llu samples; %llu processes followed now, %llu since the start\n",
-				path, (unsigned long long)r->total, (unsigned long long)r->stats.tracked,
-				(unsigned long long)r->stats.processes);
+		fprintf(stderr, "perfmapctl: profile: %s: %llu samples; %llu processes followed now, %llu since the start\n",
+			a->out ? path : "period", (unsigned long long)r->total,
+			(unsigned long long)r->stats.tracked, (unsigned long long)r->stats.processes);
+		if (a->push.url)
+			push_out(r, a, *start_ns, end_ns);
+		/* A file that cannot be written does not stop the pushes. */
+		if (a->push.url)
+			err = 0;
 	}
 	samples_reset(r);
 	strings_reset(r);
@@ -603,6 +850,15 @@ int cmd_profile(int argc, char **argv)
 	err = parse_args(argc, argv, &a, &r);
 	if (err)
 		return err > 0 ? CTL_OK : CTL_ERROR;
+	if (a.push.url) {
+		r.so = (struct prof_series_opts){ .name = "process_cpu", .hostname = r.hostname,
+						  .extra = a.labels, .nextra = a.nlabels };
+		if (gethostname(r.hostname, sizeof(r.hostname) - 1))
+			snprintf(r.hostname, sizeof(r.hostname), "unknown");
+		r.push = prof_push__new(&a.push);
+		if (!r.push)
+			goto free_labels;
+	}
 	libbpf_set_print(libbpf_print);
 	raise_fd_limit();
 	signal(SIGINT, on_signal);
@@ -611,7 +867,7 @@ int cmd_profile(int argc, char **argv)
 		child = spawn(a.cmd, &go_fd);
 		if (child < 0) {
 			ctl_error("profile: cannot start %s: %s", a.cmd[0], strerror((int)-child));
-			return CTL_ERROR;
+			goto free_push;
 		}
 		a.pids[a.npids++] = child;
 	}
@@ -662,29 +918,43 @@ int cmd_profile(int argc, char **argv)
 		ctl_error("profile: cannot read the samples: %s", strerror(err ? -err : ENOMEM));
 		goto free_samples;
 	}
-	if (a.every_s)
+	err = 0;
+	if (a.every_s && a.out)
 		err = write_period_file(&r, a.out, start_ns, end_ns, path, sizeof(path));
-	else
+	else if (!a.push.url || a.out)
 		err = write_report(&r, a.out, start_ns, end_ns, false);
 	if (err) {
 		ctl_error("profile: cannot write the report%s%s: %s", a.out ? " to " : "",
 			  a.every_s ? path : a.out ? a.out : "", strerror(-err));
-		goto free_samples;
+		if (!a.push.url)
+			goto free_samples;
 	}
 	say_unnamed(&r);
-	if (a.every_s)
+	if (a.push.url)
+		push_out(&r, &a, start_ns, end_ns);
+	if (a.every_s && a.out)
 		fprintf(stderr, "perfmapctl: profile: %llu samples in %llu files; the kernel took %llu (%llu past --max-stacks)\n",
 			(unsigned long long)(r.every_total + r.total), (unsigned long long)r.periods + 1,
 			(unsigned long long)r.stats.taken, (unsigned long long)r.stats.lost_keys);
-	rc = CTL_OK;
+	if (a.push.url)
+		push_final(&r, &a);
+	rc = err ? CTL_ERROR : CTL_OK;
 free_samples:
 	samples_reset(&r);
 	free(r.samples);
+	free(r.wls);
 	strings_reset(&r);
 kill_child:
 	if (go_fd >= 0)
 		close(go_fd);  /* the command never starts: its read fails */
 	if (child > 0 && !reaped)
 		waitpid(child, &status, 0);
+free_push:
+	prof_push__free(r.push);
+free_labels:
+	for (size_t i = 0; i < a.nlabels; i++) {
+		free(a.labels[i].name);
+		free(a.labels[i].value);
+	}
 	return rc;
 }

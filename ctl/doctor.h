@@ -138,8 +138,6 @@ struct doc_opts {
 /* doctor_proc.c: 0, -ESRCH (no such process), -EACCES. */
 int doc_proc_read(pid_t pid, struct doc_proc *p);
 const char *doc_runtime_str(enum doc_runtime rt);
-/* Bytes of @in as printable ASCII: control bytes, quotes, backslashes and non-ASCII as \xNN. */
-void doc_escape(char *out, size_t cap, const char *in, size_t len);
 
 /* doctor_map.c */
 int doc_map_find(const struct doc_opts *o, const struct doc_proc *p, struct doc_map *m);

@@ -59,7 +59,7 @@ static void parse_jitdump(const char *v, struct doc_agent *a)
 	if ((s = field(v, "maps_written")))
 		a->jd_maps_written = strtoull(s, NULL, 10);
 	if ((s = field(v, "map")))
-		doc_escape(a->jd_map, sizeof(a->jd_map), s, strcspn(s, " "));
+		ctl_escape(a->jd_map, sizeof(a->jd_map), s, strcspn(s, " "));
 	if ((s = field(v, "stopped")))
 		a->jd_stopped = !strncmp(s, "yes", 3);
 }
@@ -90,7 +90,7 @@ static void parse_line(char *line, pid_t pid, struct doc_agent *a)
 	snprintf(jitdump, sizeof(jitdump), "jitdump_%d", (int)pid);
 	snprintf(mirror, sizeof(mirror), "mirror_%d", (int)pid);
 	if (!strcmp(line, "exec_mappings_source"))
-		doc_escape(a->exec_mappings_source, sizeof(a->exec_mappings_source), v, strlen(v));
+		ctl_escape(a->exec_mappings_source, sizeof(a->exec_mappings_source), v, strlen(v));
 	else if (!strcmp(line, "lost_symbol_processes"))
 		a->lost_symbol_processes = strtoll(v, NULL, 10);
 	else if (!strcmp(line, jit))
@@ -99,7 +99,7 @@ static void parse_line(char *line, pid_t pid, struct doc_agent *a)
 		parse_jitdump(v, a);
 	else if (!strcmp(line, mirror)) {
 		a->has_mirror = true;
-		doc_escape(a->mirror, sizeof(a->mirror), v, strlen(v));
+		ctl_escape(a->mirror, sizeof(a->mirror), v, strlen(v));
 	}
 }
 

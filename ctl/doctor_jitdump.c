@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "doctor.h"
 
 void doc_jitdump_read(const struct doc_proc *p, const struct perfmap_vmas *vs, struct doc_jitdump *j)
@@ -34,7 +35,7 @@ void doc_jitdump_read(const struct doc_proc *p, const struct perfmap_vmas *vs, s
 		snprintf(shown, sizeof(shown), "/proc/%d/root%s", (int)p->pid, vs->marker);
 	else
 		snprintf(shown, sizeof(shown), "%s", vs->marker);
-	doc_escape(j->path, sizeof(j->path), shown, strlen(shown));
+	ctl_escape(j->path, sizeof(j->path), shown, strlen(shown));
 
 	/* As the agent opens it: inside its root, no link, no FIFO, its uid's, the inode mapped. */
 	fd = perfmap__jitdump_open(p->pid, vs->marker, p->fsuid, vs->marker_ino, &j->st, &why);

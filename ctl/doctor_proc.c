@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "doctor.h"
 
 #define ARGS_MAX (64u << 10)
@@ -26,26 +27,6 @@ static const char *const runtime_names[] = {
 const char *doc_runtime_str(enum doc_runtime rt)
 {
 	return runtime_names[rt];
-}
-
-void doc_escape(char *out, size_t cap, const char *in, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0;
-	unsigned char c;
-
-	for (i = 0; i < len && o + 5 < cap; i++) {
-		c = (unsigned char)in[i];
-		if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') {
-			out[o++] = (char)c;
-			continue;
-		}
-		out[o++] = '\\';
-		out[o++] = 'x';
-		out[o++] = hex[c >> 4];
-		out[o++] = hex[c & 15];
-	}
-	out[o] = '\0';
 }
 
 /* All of /proc/<pid>/@name up to @cap bytes, NUL-terminated, in a new buffer; -errno. */
@@ -199,7 +180,7 @@ static void set_how(struct doc_proc *p, const char *how, const char *val)
 {
 	char esc[64];
 
-	doc_escape(esc, sizeof(esc), val, strlen(val));
+	ctl_escape(esc, sizeof(esc), val, strlen(val));
 	snprintf(p->perf_how, sizeof(p->perf_how), "%s%s", how, esc);
 }
 
@@ -359,13 +340,13 @@ int doc_proc_read(pid_t pid, struct doc_proc *p)
 		return err;
 	n = read_proc(pid, "comm", 64, &comm);
 	if (n > 0) {
-		doc_escape(p->comm, sizeof(p->comm), comm, (size_t)n - (comm[n - 1] == '\n'));
+		ctl_escape(p->comm, sizeof(p->comm), comm, (size_t)n - (comm[n - 1] == '\n'));
 		free(comm);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	n = readlink(path, raw, sizeof(raw) - 1);
 	raw[n > 0 ? n : 0] = '\0';
-	doc_escape(p->exe, sizeof(p->exe), raw, strlen(raw));
+	ctl_escape(p->exe, sizeof(p->exe), raw, strlen(raw));
 	p->other_mnt_ns = !same_mnt_ns(pid);
 	detect_runtime(p, raw);
 	return 0;

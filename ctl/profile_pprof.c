@@ -1,8 +1,11 @@
 /*
  * pprof output: the profile format go tool pprof, pprof's web UI and the
  * profile stores of fleets read. Each distinct named frame becomes a
- * Location with one Line (its Function and source line) in a Mapping (its
- * module); a sample lists its locations leaf first, with two values:
+ * Location with one Line (its Function, named as people read it with the
+ * mangled symbol its system_name, and source line) in a Mapping (its
+ * module and build id; native code's addresses in the file's own terms,
+ * so that a store can name it itself); a sample lists its locations leaf
+ * first, with two values:
  * samples/count and cpu/nanoseconds (count times the interval). Encoded
  * with protobuf-c from ctl/proto/profile.proto, gzipped with zlib.
  */
@@ -127,14 +130,55 @@ static int64_t str_id(struct builder *b, const char *s)
 	return (int64_t)id;
 }
 
-static uint64_t mapping_id(struct builder *b, const char *module)
+/* @n strings joined by newlines (NULL as ""), in a buffer of its own: an index key, never cut short. */
+static char *key_of(const char *const *parts, size_t n)
+{
+	size_t len = 1, at = 0, k;
+	char *key;
+
+	for (size_t i = 0; i < n; i++)
+		len += (parts[i] ? strlen(parts[i]) : 0) + 1;
+	key = malloc(len);
+	for (size_t i = 0; key && i < n; i++) {
+		k = parts[i] ? strlen(parts[i]) : 0;
+		memcpy(key + at, parts[i] ? parts[i] : "", k);
+		at += k;
+		key[at++] = '\n';
+	}
+	if (key)
+		key[at] = '\0';
+	return key;
+}
+
+/*
+ * A frame's Mapping: for code in a file one per (file, build id, mapping),
+ * in the file's own terms as its Location.address is (normalized: Parca's
+ * and Pyroscope's symbolizers take the address as the file's symbols have
+ * it), so that a store names from the file what was not named here; one per
+ * module name for the rest (JIT code, the kernel).
+ */
+static uint64_t mapping_id(struct builder *b, const struct prof_frame *fr)
 {
 	Perftools__Profiles__Profile *p = &b->p;
 	Perftools__Profiles__Mapping *m;
+	char start[24] = "";
+	const char *parts[3];
 	uint64_t id;
 	bool fresh;
+	char *key;
 
-	id = index_get(&b->mappings, module, p->n_mapping + 1, &fresh);
+	if (fr->in_file)
+		snprintf(start, sizeof(start), "%llx", (unsigned long long)fr->map_start);
+	parts[0] = fr->module;
+	parts[1] = fr->build_id;
+	parts[2] = start;
+	key = key_of(parts, 3);
+	id = key ? index_get(&b->mappings, key, p->n_mapping + 1, &fresh) : 0;
+	free(key);
+	if (!id) {
+		b->failed = true;
+		return 0;
+	}
 	if (!fresh)
 		return id;
 	GROW(p->mapping, p->n_mapping);
@@ -145,22 +189,37 @@ static uint64_t mapping_id(struct builder *b, const char *module)
 	}
 	perftools__profiles__mapping__init(m);
 	m->id = id;
-	m->filename = str_id(b, module);
+	m->filename = str_id(b, fr->module);
+	m->build_id = str_id(b, fr->build_id);
+	if (fr->in_file) {
+		m->memory_start = fr->map_start;
+		m->memory_limit = fr->map_limit;
+		m->file_offset = fr->map_offset;
+	}
+	/* Until one of its locations is left for the store to name (location_id()). */
 	m->has_functions = true;
 	p->mapping[p->n_mapping++] = m;
 	return id;
 }
 
-static uint64_t function_id(struct builder *b, const char *name, const char *file)
+/* One per (name, symbol, file): the name as people read it, the symbol as its file has it (mangled). */
+static uint64_t function_id(struct builder *b, const char *name, const char *system_name,
+			    const char *file)
 {
 	Perftools__Profiles__Profile *p = &b->p;
 	Perftools__Profiles__Function *f;
-	char key[8192];
+	const char *parts[3] = { name, system_name ? system_name : name, file };
 	uint64_t id;
 	bool fresh;
+	char *key;
 
-	snprintf(key, sizeof(key), "%s\n%s", name, file ? file : "");
-	id = index_get(&b->functions, key, p->n_function + 1, &fresh);
+	key = key_of(parts, 3);
+	id = key ? index_get(&b->functions, key, p->n_function + 1, &fresh) : 0;
+	free(key);
+	if (!id) {
+		b->failed = true;
+		return 0;
+	}
 	if (!fresh)
 		return id;
 	GROW(p->function, p->n_function);
@@ -171,53 +230,89 @@ static uint64_t function_id(struct builder *b, const char *name, const char *fil
 	}
 	perftools__profiles__function__init(f);
 	f->id = id;
-	f->name = f->system_name = str_id(b, name);
+	f->name = str_id(b, name);
+	f->system_name = str_id(b, system_name ? system_name : name);
 	f->filename = str_id(b, file);
 	p->function[p->n_function++] = f;
 	return id;
 }
 
-/* The Location of a named frame: one per (function, line, module). */
+/*
+ * The Location of a frame: one per (function, line, module), and for code in
+ * a file per address too, which it carries. Code in a file none named here,
+ * whose file has a build id, gets no Line: a store names it from the file
+ * (its Mapping's has_functions false); other code none named is "module+0xoff".
+ */
 static uint64_t location_id(struct builder *b, const struct prof_frame *fr)
 {
 	Perftools__Profiles__Profile *p = &b->p;
 	Perftools__Profiles__Location *l;
-	Perftools__Profiles__Line *line;
-	char name[4096], key[8192];
+	Perftools__Profiles__Line *line = NULL;
+	bool for_store = !fr->name && fr->in_file && fr->build_id;
+	char addr[24] = "", start[24] = "", off[24] = "", ln[16];
+	const char *parts[8];
+	char *name = NULL, *key;
 	uint64_t id;
 	bool fresh;
 
-	if (fr->name)
-		snprintf(name, sizeof(name), "%s", fr->name);
-	else
-		snprintf(name, sizeof(name), "%s+0x%llx", fr->module, (unsigned long long)fr->offset);
-	snprintf(key, sizeof(key), "%s\n%s\n%s\n%d", name, fr->module, fr->file ? fr->file : "",
-		 fr->line);
-	id = index_get(&b->locations, key, p->n_location + 1, &fresh);
+	if (fr->in_file) {
+		snprintf(addr, sizeof(addr), "%llx", (unsigned long long)fr->address);
+		snprintf(start, sizeof(start), "%llx", (unsigned long long)fr->map_start);
+	}
+	if (!fr->name)
+		snprintf(off, sizeof(off), "%llx", (unsigned long long)fr->offset);
+	snprintf(ln, sizeof(ln), "%d", fr->line);
+	parts[0] = fr->name;
+	parts[1] = off;
+	parts[2] = fr->module;
+	parts[3] = fr->build_id;
+	parts[4] = start;
+	parts[5] = addr;
+	parts[6] = fr->file;
+	parts[7] = ln;
+	key = key_of(parts, 8);
+	id = key ? index_get(&b->locations, key, p->n_location + 1, &fresh) : 0;
+	free(key);
+	if (!id) {
+		b->failed = true;
+		return 0;
+	}
 	if (!fresh)
 		return id;
 	GROW(p->location, p->n_location);
 	l = calloc(1, sizeof(*l));
-	line = calloc(1, sizeof(*line));
+	if (!for_store) {
+		line = calloc(1, sizeof(*line));
+		if (!fr->name && asprintf(&name, "%s+0x%llx", fr->module, (unsigned long long)fr->offset) < 0)
+			name = NULL;
+	}
 	if (l)
 		perftools__profiles__location__init(l);
 	if (l)
 		l->line = calloc(1, sizeof(*l->line));
-	if (!l || !line || !l->line) {
+	if (!l || (!for_store && (!line || (!fr->name && !name))) || !l->line) {
 		free(l ? l->line : NULL);
 		free(l);
 		free(line);
+		free(name);
 		b->failed = true;
 		return 0;
 	}
-	perftools__profiles__line__init(line);
-	line->function_id = function_id(b, name, fr->file);
-	line->line = fr->line;
 	l->id = id;
-	l->mapping_id = mapping_id(b, fr->module);
-	l->line[0] = line;
-	l->n_line = 1;
+	l->mapping_id = mapping_id(b, fr);
+	if (fr->in_file)
+		l->address = fr->address;
+	if (line) {
+		perftools__profiles__line__init(line);
+		line->function_id = function_id(b, fr->name ? fr->name : name, fr->system_name, fr->file);
+		line->line = fr->line;
+		l->line[0] = line;
+		l->n_line = 1;
+	} else if (l->mapping_id) {
+		p->mapping[l->mapping_id - 1]->has_functions = false;
+	}
 	p->location[p->n_location++] = l;
+	free(name);
 	return id;
 }
 
@@ -309,29 +404,65 @@ static int value_type(struct builder *b, Perftools__Profiles__ValueType **vt, co
 	return b->failed ? -ENOMEM : 0;
 }
 
-static int write_gz(const char *path, bool fresh, const uint8_t *buf, size_t len)
+/* @buf gzipped into a buffer of its own (*@out, *@out_len; the caller frees it): what a file or a push carries. */
+static int gzip_buf(const uint8_t *buf, size_t len, uint8_t **out, size_t *out_len)
+{
+	z_stream z = { 0 };
+	size_t cap;
+	uint8_t *o;
+	int zr;
+
+	/* windowBits 15 + 16: the gzip wrapper pprof readers and servers expect, not bare zlib. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	cap = deflateBound(&z, len) + 32;
+	o = malloc(cap);
+	if (!o) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)buf;
+	z.avail_in = (uInt)len;
+	z.next_out = o;
+	z.avail_out = (uInt)cap;
+	zr = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (zr != Z_STREAM_END) {
+		free(o);
+		return -EIO;
+	}
+	*out = o;
+	*out_len = cap - z.avail_out;
+	return 0;
+}
+
+static int write_file(const char *path, bool fresh, const uint8_t *buf, size_t len)
 {
 	/* Not through a link another user left at the name. */
 	int fd = open(path, O_WRONLY | O_CREAT | (fresh ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
 		      0644), err = 0;
-	gzFile gz;
+	ssize_t w;
 
 	if (fd < 0)
 		return -errno;
-	gz = gzdopen(fd, "wb9");
-	if (!gz) {
-		close(fd);
-		return -ENOMEM;
+	while (len) {
+		w = write(fd, buf, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? -errno : -EIO;
+			break;
+		}
+		buf += w;
+		len -= (size_t)w;
 	}
-	if (len && gzwrite(gz, buf, (unsigned)len) != (int)len)
-		err = -EIO;
-	if (gzclose(gz) != Z_OK && !err)
-		err = -EIO;
+	if (close(fd) && !err)
+		err = -errno;
 	return err;
 }
 
-int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
-		     const char *path)
+int prof_pprof_encode(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
+		      uint8_t **out, size_t *out_len)
 {
 	struct builder b = { 0 };
 	uint8_t *buf = NULL;
@@ -360,9 +491,24 @@ int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pp
 	if (!buf)
 		goto free_builder;
 	perftools__profiles__profile__pack(&b.p, buf);
-	err = write_gz(path, info->fresh, buf, len);
+	err = gzip_buf(buf, len, out, out_len);
 free_builder:
 	free(buf);
 	builder_free(&b);
+	return err;
+}
+
+int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
+		     const char *path)
+{
+	uint8_t *gz;
+	size_t len;
+	int err;
+
+	err = prof_pprof_encode(s, n, info, &gz, &len);
+	if (err)
+		return err;
+	err = write_file(path, info->fresh, gz, len);
+	free(gz);
 	return err;
 }

@@ -15,6 +15,9 @@ struct prof_pprof_info {
 
 /* Does @path ask for pprof (it ends in .pb.gz)? */
 bool prof_pprof_wanted(const char *path);
+/* The @n samples as a gzipped pprof Profile in *@out (*@out_len bytes; the caller frees it); 0 or -errno. */
+int prof_pprof_encode(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
+		      uint8_t **out, size_t *out_len);
 /* Write the @n samples to @path as a gzipped pprof Profile; 0 or -errno. */
 int prof_pprof_write(const struct prof_sample *s, size_t n, const struct prof_pprof_info *info,
 		     const char *path);

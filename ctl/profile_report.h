@@ -16,12 +16,18 @@
 
 /* One frame, named (strings outlive the report). */
 struct prof_frame {
-	const char *name;          /* NULL: none names it */
+	const char *name;          /* as people read it (C++ and Rust demangled); NULL: none names it */
 	const char *module;        /* a path, "[kernel]", "[anon]", "[unknown]" */
 	uint64_t offset;           /* from the symbol, or from the module when no name */
 	const char *file;          /* source file, or NULL */
 	int line;
 	char state;                /* J U I G C K */
+	/* What a profile store names native code with (pprof): */
+	const char *system_name;   /* the symbol as its file has it (mangled); NULL: @name */
+	const char *build_id;      /* the module's GNU build id in hex, or NULL */
+	bool in_file;              /* code in an ELF file: the four below are set */
+	uint64_t address;          /* in the file's own terms (ELF virtual address, "normalized") */
+	uint64_t map_start, map_limit, map_offset;  /* its mapping, in the same terms */
 };
 
 /* A distinct stack, leaf first, its zone and how often it was sampled. */

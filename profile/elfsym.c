@@ -2,7 +2,10 @@
  * Native code's names: each mapped file's ELF symbols (or its separate
  * debug file's) and DWARF lines, through elfutils' libdwfl, one module per
  * file, read once. A sample gives a file offset; the file's PT_LOAD
- * segments turn it into the address its symbols and lines are at.
+ * segments turn it into the address its symbols and lines are at, which a
+ * profile store takes with the file's build id. C++ and Rust symbols are
+ * demangled here, once per symbol and address, as perf does as it reads
+ * a file's symbols.
  */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -28,7 +31,12 @@ struct elfmod {
 	Dwfl_Module *mod;
 	Dwarf_Addr bias;
 	Elf *elf;
+	const char *build_id;      /* its GNU build id in hex (interned), read at its first lookup */
+	bool build_id_read;
 };
+
+/* A build id longer than this (SHA-1's 20 bytes are the usual, 16 for MD5 or UUIDs) is not said. */
+#define BUILD_ID_MAX 64
 
 #define MODULES_MAX 4096   /* files read at most: each holds a descriptor and its ELF mapped */
 
@@ -42,9 +50,9 @@ struct elfmod {
 
 struct named {
 	const struct elfmod *m;
-	uint64_t file_off, off;
-	const char *name, *src, *comp_dir;
-	int line, err;
+	uint64_t file_off;
+	struct elfsym_hit hit;
+	int err;
 };
 
 struct elfsyms {
@@ -53,6 +61,7 @@ struct elfsyms {
 	struct named *cache;       /* CACHE_SLOTS, made at the first lookup */
 	elfsyms_intern_fn intern;
 	void *intern_ctx;
+	char demangled[DEMANGLED_MAX + 1];
 };
 
 /* A lookup in progress reads a file another user may truncate under it: SIGBUS ends it, not us. */
@@ -200,44 +209,71 @@ static const char *comp_dir_of(Dwfl_Line *l)
 	return cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
 }
 
+/* The module's GNU build id in hex, interned; NULL when it has none (or one past BUILD_ID_MAX). */
+static const char *build_id_of(struct elfsyms *e, struct elfmod *m)
+{
+	char hex[2 * BUILD_ID_MAX + 1];
+	const unsigned char *bits;
+	GElf_Addr at;
+	int n;
+
+	n = dwfl_module_build_id(m->mod, &bits, &at);
+	if (n <= 0 || n > BUILD_ID_MAX)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bits[i]);
+	return e->intern(e->intern_ctx, hex);
+}
+
 /*
  * The lookup proper, in a module whose file may fault under it
  * (perfmap_prof__elfsyms_lookup()): the strings copied here, where a fault is caught.
  */
-static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, const char **name,
-		     uint64_t *off, const char **src, const char **comp_dir, int *line)
+static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, struct elfsym_hit *out)
 {
 	GElf_Off sym_off = 0;
+	const char *name;
 	uint64_t vaddr;
 	Dwfl_Line *l;
 	GElf_Sym sym;
 	Dwarf_Addr a;
 
+	if (!m->build_id_read) {
+		m->build_id = build_id_of(e, m);
+		m->build_id_read = true;
+	}
+	out->build_id = m->build_id;
 	if (vaddr_of(m->elf, file_off, &vaddr))
 		return -ENOENT;
+	out->vaddr = vaddr;
+	out->has_vaddr = true;
 	a = vaddr + m->bias;
-	*name = dwfl_module_addrinfo(m->mod, a, &sym_off, &sym, NULL, NULL, NULL);
-	if (*name) {
-		*off = sym_off;
-		*name = e->intern(e->intern_ctx, *name);
+	name = dwfl_module_addrinfo(m->mod, a, &sym_off, &sym, NULL, NULL, NULL);
+	if (name) {
+		out->off = sym_off;
+		out->name = e->intern(e->intern_ctx, name);
+		/* Once per symbol and address (the cache): as perf, when it reads a file's symbols. */
+		name = perfmap_prof__demangle(out->name, e->demangled, sizeof(e->demangled));
+		out->demangled = name ? e->intern(e->intern_ctx, name) : NULL;
+		if (!out->demangled)
+			out->demangled = out->name;
 	}
 	l = dwfl_module_getsrc(m->mod, a);
 	if (l) {
-		*src = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
-		if (*src && (*src)[0] != '/') {
-			*comp_dir = comp_dir_of(l);
-			if (*comp_dir)
-				*comp_dir = e->intern(e->intern_ctx, *comp_dir);
+		out->src = dwfl_lineinfo(l, NULL, &out->line, NULL, NULL, NULL);
+		if (out->src && out->src[0] != '/') {
+			out->comp_dir = comp_dir_of(l);
+			if (out->comp_dir)
+				out->comp_dir = e->intern(e->intern_ctx, out->comp_dir);
 		}
-		if (*src)
-			*src = e->intern(e->intern_ctx, *src);
+		if (out->src)
+			out->src = e->intern(e->intern_ctx, out->src);
 	}
 	return 0;
 }
 
 int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
-				 const char *open_path, uint64_t file_off, const char **name,
-				 uint64_t *off, const char **src, const char **comp_dir, int *line)
+				 const char *open_path, uint64_t file_off, struct elfsym_hit *out)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
 	struct elfmod *volatile m = mod_get(e, v, open_path);
@@ -245,11 +281,7 @@ int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
 	sigjmp_buf jmp;
 	int err;
 
-	*name = NULL;
-	*src = NULL;
-	*comp_dir = NULL;
-	*line = 0;
-	*off = file_off;
+	*out = (struct elfsym_hit){ .off = file_off };
 	if (!m)
 		return -ENOMEM;
 	if (!m->dwfl)
@@ -258,11 +290,7 @@ int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
 		e->cache = calloc(CACHE_SLOTS, sizeof(*e->cache));
 	c = e->cache ? &e->cache[(((uintptr_t)m >> 4) * 0x9e3779b97f4a7c15ull ^ file_off) % CACHE_SLOTS] : NULL;
 	if (c && c->m == m && c->file_off == file_off) {
-		*name = c->name;
-		*off = c->off;
-		*src = c->src;
-		*comp_dir = c->comp_dir;
-		*line = c->line;
+		*out = c->hit;
 		return c->err;
 	}
 	/* The module's file is mapped: truncated by its owner, a read faults. It is dropped then. */
@@ -271,21 +299,17 @@ int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
 	if (sigsetjmp(jmp, 1)) {
 		bus_jmp = NULL;
 		sigaction(SIGBUS, &old, NULL);
-		*name = NULL;
-		*src = NULL;
-		*comp_dir = NULL;
-		*line = 0;
+		*out = (struct elfsym_hit){ .off = file_off };
 		/* Its state is unknown after the fault: never touched again (leaked, not freed). */
 		m->dwfl = NULL;
 		return -EIO;
 	}
 	bus_jmp = &jmp;
-	err = lookup_in(e, m, file_off, name, off, src, comp_dir, line);
+	err = lookup_in(e, m, file_off, out);
 	bus_jmp = NULL;
 	sigaction(SIGBUS, &old, NULL);
 	if (c)
-		*c = (struct named){ .m = m, .file_off = file_off, .off = *off, .name = *name,
-				     .src = *src, .comp_dir = *comp_dir, .line = *line, .err = err };
+		*c = (struct named){ .m = m, .file_off = file_off, .hit = *out, .err = err };
 	return err;
 }
 

@@ -103,26 +103,52 @@ PROF_HIDDEN const char *perfmap_prof__kallsyms_find(const struct kallsyms *k, ui
 						    uint64_t *off, const char **module);
 PROF_HIDDEN void perfmap_prof__kallsyms_free(struct kallsyms *k);
 
+/* ---- C++ and Rust names as people read them (demangle.c, libiberty) ---- */
+
+/* The longest demangled name kept, in bytes: a longer one is cut, "[...]" ending it. */
+#define DEMANGLED_MAX 4096
+/* The longest mangled name demangled: libiberty's C++ side keeps two components a byte on the stack. */
+#define DEMANGLE_IN_MAX 4096
+
+/*
+ * @name demangled into @buf (@len bytes: DEMANGLED_MAX + 1 holds the
+ * longest), as perf report -v shows it: C++ with its parameters, Rust
+ * without its legacy ::h<hash>. @buf, or NULL when @name is no C++ or Rust symbol
+ * (a C name, a malformed one: left as it is).
+ */
+PROF_HIDDEN const char *perfmap_prof__demangle(const char *name, char *buf, size_t len);
+
 /* ---- ELF symbols and DWARF lines of mapped files (elfsym.c, libdwfl) ---- */
 
 struct elfsyms;
 /* Copies of strings that live as long as the caller wants (the symbolizer's interned ones). */
 typedef const char *(*elfsyms_intern_fn)(void *ctx, const char *str);
 PROF_HIDDEN struct elfsyms *perfmap_prof__elfsyms_new(elfsyms_intern_fn intern, void *ctx);
+/* What a mapped file says of a byte in it. */
+struct elfsym_hit {
+	const char *name;          /* its symbol, as the file has it (C++ mangled); NULL if none */
+	const char *demangled;     /* @name as people read it (perfmap_prof__demangle()), else @name */
+	uint64_t off;              /* from the symbol's start; the file offset when no symbol */
+	const char *src;           /* DWARF's source file and line, or NULL and 0 */
+	int line;
+	const char *comp_dir;      /* the directory a relative @src is relative to, or NULL */
+	const char *build_id;      /* the file's GNU build id in hex, or NULL */
+	uint64_t vaddr;            /* the byte's address in the file's own terms (ELF virtual address) */
+	bool has_vaddr;            /* in one of its PT_LOAD segments: @vaddr is set */
+};
+
 /*
  * Name the byte at @file_off of the file @v maps (opened as @open_path,
  * which may lead through /proc/<pid>/root, and only if it is still the
- * regular file @v mapped, by device and inode): 0 with *@name (NULL if no
- * symbol), *@off, *@src and *@line (and *@comp_dir, the directory a
- * relative *@src is relative to, or NULL), or -errno when the file cannot
- * be read as ELF (-ESTALE: another file is at its path now). The strings
- * are @intern's copies, made while a fault of the mapped file is caught:
- * never the file's own bytes, which its owner may truncate.
+ * regular file @v mapped, by device and inode): 0 with @out (its name NULL
+ * if no symbol), or -errno when the file cannot be read as ELF (-ESTALE:
+ * another file is at its path now). The strings are @intern's copies, made
+ * while a fault of the mapped file is caught: never the file's own bytes,
+ * which its owner may truncate.
  */
 PROF_HIDDEN int perfmap_prof__elfsyms_lookup(struct elfsyms *e, const struct psnap_vma *v,
 					     const char *open_path, uint64_t file_off,
-					     const char **name, uint64_t *off, const char **src,
-					     const char **comp_dir, int *line);
+					     struct elfsym_hit *out);
 PROF_HIDDEN void perfmap_prof__elfsyms_free(struct elfsyms *e);
 
 /* ---- perf maps (jitmap.c) ---- */

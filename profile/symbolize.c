@@ -5,7 +5,8 @@
  * own, or its parent's for a forked child gone before it could be read),
  * then for anonymous code to the perf map, and to the jitdump the process
  * maps where the map names nothing (or is not there), or to the file's ELF
- * symbols.
+ * symbols: C++ and Rust ones demangled as perf report -v shows them, beside the
+ * address in the file's own terms and its build id, for a profile store.
  */
 #include <errno.h>
 #include <limits.h>
@@ -345,11 +346,12 @@ static int lookup_anon(struct perfmap_symbolizer *s, struct psnap *ps, const str
 }
 
 static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
-		       const struct psnap_vma *v, uint64_t addr, struct perfmap_symbol *out)
+		       const struct psnap_vma *v, uint64_t addr, struct perfmap_frame *f)
 {
-	uint64_t file_off = addr - v->lo + v->pgoff;
-	const char *comp_dir = NULL;
+	struct perfmap_symbol *out = &f->sym;
+	uint64_t file_off = addr - v->lo + v->pgoff, bias;
 	char open_path[PATH_MAX];
+	struct elfsym_hit hit;
 	char st;
 	int err;
 
@@ -362,12 +364,26 @@ static int lookup_file(struct perfmap_symbolizer *s, const struct psnap *owner,
 	if (snprintf(open_path, sizeof(open_path), "/proc/%d/root%s", (int)owner->pid, v->path) >=
 		    (int)sizeof(open_path) || access(open_path, R_OK))
 		snprintf(open_path, sizeof(open_path), "%s", v->path);
-	err = perfmap_prof__elfsyms_lookup(s->elf, v, open_path, file_off, &out->name, &out->offset,
-			     &out->file, &comp_dir, &out->line);
+	err = perfmap_prof__elfsyms_lookup(s->elf, v, open_path, file_off, &hit);
+	out->name = hit.name;
+	out->offset = hit.off;
+	out->file = hit.src;
+	out->line = hit.line;
 	/* A file name relative to where it was built: the whole path, for l's p and for a and A. */
-	if (out->file && comp_dir &&
-	    snprintf(open_path, sizeof(open_path), "%s/%s", comp_dir, out->file) < (int)sizeof(open_path))
+	if (out->file && hit.comp_dir &&
+	    snprintf(open_path, sizeof(open_path), "%s/%s", hit.comp_dir, out->file) < (int)sizeof(open_path))
 		out->file = intern(s, open_path);
+	f->demangled = hit.demangled;
+	f->build_id = hit.build_id;
+	if (hit.has_vaddr) {
+		/* The process's addresses less the file's load bias: the file's own, mapping and all. */
+		bias = addr - hit.vaddr;
+		f->in_file = true;
+		f->file_addr = hit.vaddr;
+		f->map_start = v->lo - bias;
+		f->map_limit = v->hi - bias;
+		f->map_offset = v->pgoff;
+	}
 	st = perfmap_prof__states_of(s->states, out->name);
 	if (st)
 		out->state = st;
@@ -380,15 +396,18 @@ int perfmap_symbolizer_lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t 
 	return perfmap_symbolizer_lookup_image(s, pid, start_ticks, PSNAP_LATEST, addr, out);
 }
 
-int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
-				    uint32_t image, uint64_t addr, struct perfmap_symbol *out)
+/* Name @addr: the whole frame, in @f (all of it, whatever the caller's size). */
+static int lookup(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks, uint32_t image,
+		  uint64_t addr, struct perfmap_frame *f)
 {
+	struct perfmap_symbol *out = &f->sym;
 	const struct psnap_vma *v;
 	const struct psnap *maps;
 	struct psnap *ps;
 
-	*out = (struct perfmap_symbol){ .module = "[unknown]", .offset = addr,
-					.state = PERFMAP_STATE_UNKNOWN };
+	*f = (struct perfmap_frame){ .sz = sizeof(*f),
+				     .sym = { .module = "[unknown]", .offset = addr,
+					      .state = PERFMAP_STATE_UNKNOWN } };
 	if (addr >= KERNEL_MIN)
 		return lookup_kernel(s, addr, out);
 	ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, image);
@@ -414,7 +433,39 @@ int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uin
 	}
 	if (v->kind == PERFMAP_VMA_ANON || (v->kind == PERFMAP_VMA_MEMFD && v->shared) || !v->path)
 		return lookup_anon(s, ps, maps, v, addr, out);
-	return lookup_file(s, maps, v, addr, out);
+	return lookup_file(s, maps, v, addr, f);
+}
+
+int perfmap_symbolizer_lookup_image(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				    uint32_t image, uint64_t addr, struct perfmap_symbol *out)
+{
+	struct perfmap_frame f;
+	int err = lookup(s, pid, start_ticks, image, addr, &f);
+
+	*out = f.sym;
+	return err;
+}
+
+int perfmap_symbolizer_lookup_frame(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				    uint32_t image, uint64_t addr, struct perfmap_frame *out)
+{
+	const size_t head = offsetof(struct perfmap_frame, sym);
+	struct perfmap_frame f;
+	size_t n;
+	int err;
+
+	if (!out || out->sz < head + sizeof(out->sym))
+		return -EINVAL;
+	err = lookup(s, pid, start_ticks, image, addr, &f);
+	/* JIT code, the kernel, a C name: as they are. */
+	if (!f.demangled)
+		f.demangled = f.sym.name;
+	/* What the caller's struct holds of it: a caller built against an older header has less; a newer, more (zeroed). */
+	n = out->sz < sizeof(f) ? out->sz : sizeof(f);
+	memcpy((char *)out + head, (char *)&f + head, n - head);
+	if (out->sz > sizeof(f))
+		memset((char *)out + sizeof(f), 0, out->sz - sizeof(f));
+	return err;
 }
 
 /* Does @ps run anonymous executable code: JIT code a map may name? */

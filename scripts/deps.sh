@@ -28,16 +28,25 @@ set -eu
 # is one of the profilers its benchmark runs beside it. Its pprof output is
 # encoded by protobuf-c from pprof's profile.proto (protoc-c at build time: a
 # maintained protobuf implementation for C), and read back in the tests by
-# go tool pprof (golang-go).
+# go tool pprof (golang-go). libiberty-dev: libiberty's demangler names C++ and
+# Rust symbols as perf shows them (a maintained demangler); the tests profile a
+# C++ (g++) and a Rust (rustc) program. perfmapctl profile --push sends through libcurl
+# (libcurl4-openssl-dev: HTTP/1.1 and HTTP/2 with h2c, TLS with the system's
+# CAs, proxies, timeouts; a maintained client rather than hand-written HTTP).
+# Its tests' Pyroscope and Parca stand-in (tests/profile/receiver): protoc
+# (protobuf-compiler) compiles the servers' .proto files, whose well-known
+# imports libprotobuf-dev has; curl (HTTP/2 too) drives it in its self-test.
 # Metrics: libmicrohttpd serves --metrics-listen (a maintained HTTP library in
 # Debian, with connection limits and timeouts, rather than a hand-written
 # server); prometheus brings promtool, whose parser checks the scrape in the
-# integration tests. iproute2 (ip) joins a network namespace to the host with
-# a veth pair: the adversarial suite's metrics_flood plays clients there, whose
-# uid the agent cannot know (a pod network's).
+# integration tests, and the server that scrapes the agent there for real.
+# iproute2 (ip) joins a network namespace to the host with a veth pair: the
+# adversarial suite's metrics_flood plays clients there, whose uid the agent
+# cannot know (a pod network's).
 PACKAGES="make gcc libc6-dev clang llvm libclang-rt-dev pkg-config libcmocka-dev libjson-c-dev
 libbpf-dev libelf-dev zlib1g-dev libcap-ng-dev bpftool linux-perf python3 podman runc catatonit systemd
 libmicrohttpd-dev prometheus libdw-dev bpftrace libprotobuf-c-dev protobuf-c-compiler golang-go iproute2
+libcurl4-openssl-dev libiberty-dev g++ protobuf-compiler libprotobuf-dev curl
 uidmap"
 # node and npm install and run kubernetes-models, which validates the Kubernetes
 # manifests against the API schema (make k8s-test). Only when no npm is on the
@@ -45,6 +54,10 @@ uidmap"
 # Debian's npm package would conflict with it.
 if ! command -v npm >/dev/null 2>&1; then
 	PACKAGES="$PACKAGES nodejs npm"
+fi
+# rustc likewise: a rustup toolchain (~/.cargo/bin) serves.
+if ! command -v rustc >/dev/null 2>&1 && [ ! -x "${HOME:-/root}/.cargo/bin/rustc" ]; then
+	PACKAGES="$PACKAGES rustc"
 fi
 
 missing=""

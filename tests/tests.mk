@@ -2,14 +2,15 @@
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
 	mapwatch policy retention archive copier log nsroot creds subids procmaps correlate metrics config \
-	profile_report procstat strtab report jitdump
+	profile_report procstat strtab report jitdump push demangle pprof symbolizer
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
-TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ibpf -Ictl
+TEST_INCLUDES := -Iperfmap/include -Itests/unit -Iagent -Ibpf -Ictl -I$(O)/proto -Iprofile/include -Iprofile
 # A test is compiled and linked in one go: its headers are named here, not by -MMD.
 TEST_CFLAGS := $(filter-out -MMD -MP,$(BASE_CFLAGS))
-TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/include/*.def perfmap/*.h agent/*/*.h ctl/*.h tests/unit/*.h)
+TEST_HDRS := $(wildcard perfmap/include/*.h perfmap/include/*.def perfmap/*.h agent/*/*.h ctl/*.h tests/unit/*.h \
+	profile/*.h profile/include/*.h)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 # The agent's and the profiler's test programs; defined before the rules whose
@@ -35,8 +36,15 @@ AGENT_ROOM_LIBS := $(AGENT_ROOMS_DOWN:%=$(O)/agent/lib%.a)
 ASAN_AGENT_ROOM_LIBS := $(AGENT_ROOMS_DOWN:%=$(O)/asan-agent/agent/lib%.a)
 # Kept: they are rebuilt only when a room's object changes.
 .SECONDARY: $(AGENT_ROOM_LIBS) $(ASAN_AGENT_ROOM_LIBS)
-UNIT_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS)
+UNIT_LIBS := $(BPF_LIBS) $(CAPNG_LIBS) $(MHD_LIBS) $(PROTOBUF_LIBS) -lz $(IBERTY_LIBS) $(DW_LIBS)
 TEST_AGENT_profile_report := ctl/profile_report.c ctl/profile_annotate.c ctl/profile_view.c
+# The push's pure parts, with the protobuf-c code of the messages they encode.
+TEST_AGENT_push := ctl/profile_series.c ctl/profile_push_encode.c ctl/profile_pprof.c $(PROTO_C)
+# libperfmap-profile's demangler (libiberty), and pprof's names, build ids and addresses.
+TEST_AGENT_demangle := profile/demangle.c
+TEST_AGENT_pprof := ctl/profile_pprof.c $(PROTO_C)
+# The symbolizer on the test's own process: the library but its BPF sampler.
+TEST_AGENT_symbolizer := $(filter-out profile/sampler.c,$(PROF_SRCS))
 # The other tests link no extra sources; defined, so that their rules' $(TEST_AGENT_$*) is.
 $(foreach t,$(UNIT_TESTS),$(eval TEST_AGENT_$(t) ?=))
 
@@ -47,7 +55,8 @@ test:
 
 test-all: all layering-test unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
 	jitdump-test security-test container-test agent-test-asan container-test-asan faults-test \
-	unit-file-test k8s-test image-test profile-test profile-test-asan make-warnings-test symbols-test
+	unit-file-test k8s-test image-test profile-test profile-test-asan make-warnings-test symbols-test \
+	receiver-test push-test
 	@echo "test: all passed"
 
 # make expands a rule's targets and prerequisites as it reads it: a variable named
@@ -165,12 +174,13 @@ $(ASAN_AGENT)/obj/profile/%.o: profile/%.c $(PROF_SKEL)
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(PROF_INCLUDES) -c $< -o $@
 
-$(ASAN_AGENT)/obj/ctl/profile_pprof.o: $(PROTO_H)
+$(ASAN_AGENT)/obj/ctl/profile_pprof.o $(ASAN_AGENT)/obj/ctl/profile_push.o \
+	$(ASAN_AGENT)/obj/ctl/profile_push_encode.o: $(PROTO_H)
 
 $(ASAN_AGENT)/obj/ctl/%.o: ctl/%.c
 	@mkdir -p $(@D)
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ASAN_AGENT_CFLAGS) $(CTL_INCLUDES) $(JSON_CFLAGS) $(CURL_CFLAGS) -c $< -o $@
 
 -include $(ASAN_AGENT_OBJS:.o=.d) $(ASAN_CTL_OBJS:.o=.d)
 
@@ -180,7 +190,7 @@ $(ASAN_AGENT)/perfmapd: $(ASAN_AGENT_OBJS)
 
 $(ASAN_AGENT)/perfmapctl: $(ASAN_CTL_OBJS) $(PROTO_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(JSON_LIBS) $(PROF_LIBS) $(PROTOBUF_LIBS) -lz
+	$(Q)$(CC) -pthread $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
 # The test programs are not the agent: the plain ones serve.
 $(ASAN_AGENT)/tests/%: $(O)/tests/%
@@ -240,7 +250,8 @@ bench: $(BENCH_BIN) all $(AGENT_TEST_BINS) $(LOADGEN)
 	@$(MAKE) --no-print-directory bench-jitdump
 
 # perfmapctl profile beside perf and bpftrace: overhead at 100 Hz, JIT samples named,
-# memory for 10,000 stacks (root); docs/performance.md.
+# memory for 10,000 stacks, the push's cost per period and the always-on share at
+# 20 Hz with perfmapd (root; push_sink.py on python3); docs/performance.md.
 $(O)/bench/stackgen: tests/bench/stackgen.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 $(WARNINGS) -D_GNU_SOURCE $(CFLAGS) -fno-omit-frame-pointer -o $@ $<
@@ -339,7 +350,7 @@ profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS) $(O)/tests/jitprod
 	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
 
 # The library's paths again, under ASan+UBSan (build/asan-agent's perfmapctl); a report fails them.
-PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child every_forgets pprof errors
+PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child every_forgets pprof demangle errors
 profile-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/profile/run.sh $(ASAN_AGENT) $(PROFILE_TESTS_ASAN)
 
@@ -374,7 +385,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test
+.PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test receiver-deps receiver-test push-test
 .PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test jitdump-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap bench-profile bench-jitdump
 
@@ -396,12 +407,13 @@ bench-parts: $(O)/bench/retention_bench $(O)/bench/archive_bench
 
 # deploy/ (issue 12): the systemd unit (systemd-analyze verify, the options that
 # would hide /tmp or /proc, its bounding set against docs/security.md 9 and
-# agent/lib/privs.c); no root.
-unit-file-test: $(AGENTD)
+# agent/lib/privs.c), and the profiler's unit beside it (issue 23); no root.
+unit-file-test: $(AGENTD) $(CTL)
 	@bash tests/deploy/unit_file.sh $(O)
 
 # The Kubernetes manifests against the API schema (npm kubernetes-models, installed
-# from tests/deploy/package-lock.json into $(O)/npm), and the DaemonSet's capabilities.
+# from tests/deploy/package-lock.json into $(O)/npm), and the DaemonSet's capabilities;
+# the profiler container's args against the built perfmapctl profile's --help.
 NPM_DIR := $(O)/npm
 $(NPM_DIR)/node_modules/.package-lock.json: tests/deploy/package.json tests/deploy/package-lock.json
 	@mkdir -p $(NPM_DIR)
@@ -409,12 +421,33 @@ $(NPM_DIR)/node_modules/.package-lock.json: tests/deploy/package.json tests/depl
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
 npm-deps: $(NPM_DIR)/node_modules/.package-lock.json
 
-k8s-test: npm-deps
-	@bash tests/deploy/k8s.sh $(NPM_DIR)
+k8s-test: npm-deps $(CTL)
+	@bash tests/deploy/k8s.sh $(NPM_DIR) $(O)
+
+# The stand-in for Pyroscope and Parca servers that the push tests send to
+# (tests/profile/receiver/README.md): npm @connectrpc/connect-node, installed from
+# its package-lock.json into $(O)/npm-receiver. receiver-test drives it with curl
+# through its four protocols, its modes and the servers' checks; no root.
+RECEIVER_NPM_DIR := $(O)/npm-receiver
+$(RECEIVER_NPM_DIR)/node_modules/.package-lock.json: tests/profile/receiver/package.json tests/profile/receiver/package-lock.json
+	@mkdir -p $(RECEIVER_NPM_DIR)
+	cp tests/profile/receiver/package.json tests/profile/receiver/package-lock.json $(RECEIVER_NPM_DIR)/
+	cd $(RECEIVER_NPM_DIR) && npm ci --no-audit --no-fund --loglevel=error
+receiver-deps: $(RECEIVER_NPM_DIR)/node_modules/.package-lock.json
+
+receiver-test: receiver-deps
+	@bash tests/profile/receiver/selftest.sh $(RECEIVER_NPM_DIR)
+
+# perfmapctl profile --push against that receiver, real BPF sampling of real
+# processes in cgroups made for them (tests/profile/push.sh); root.
+push-test: all $(O)/tests/splitjit receiver-deps
+	@bash tests/profile/push.sh $(O) $(RECEIVER_NPM_DIR) $(PUSH_TESTS)
+PUSH_TESTS ?=
 
 # deploy/container/Containerfile built by podman from this tree, no registry, run
-# with --pid=host on a private map directory, and a fork copy checked; root.
-image-test: all $(O)/tests/forkjit
+# with --pid=host on a private map directory, and a fork copy checked; the
+# profiler beside it with its capabilities, and without each; root.
+image-test: all $(O)/tests/forkjit $(O)/tests/splitjit
 	@bash tests/deploy/image.sh $(O)
 
 # The agent's image, localhost/perfmapd:latest, FROM scratch (deploy/container/).

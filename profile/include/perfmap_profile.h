@@ -247,6 +247,41 @@ PERFMAP_PROFILE_API int perfmap_symbolizer_creds(struct perfmap_symbolizer *s, p
 						  uint64_t start_ticks, uint32_t image,
 						  struct perfmap_creds *out);
 
+/* ---- a frame as people read it, and as a profile store names it (added in 0.2) ---- */
+
+/*
+ * Everything the symbolizer knows of an address: perfmap_symbol, the name
+ * as perf shows it, and for code in a file what a profile store needs to
+ * name the frame itself from the file (pprof's Mapping.build_id and
+ * Location.address): the file's build id, the address in the file's own
+ * terms, and the mapping in the same terms. The caller sets @sz; the
+ * library writes no field past it.
+ */
+struct perfmap_frame {
+	size_t sz;                 /* sizeof(struct perfmap_frame) */
+	struct perfmap_symbol sym; /* as perfmap_symbolizer_lookup_image(): the name as the code has it */
+	const char *demangled;     /* sym.name as perf report -v shows it: a C++ or Rust symbol of
+				    * a file demangled (libiberty: C++ with its parameters, Rust
+				    * without its ::h<hash>; past 4 KiB cut, "[...]" ending it); else
+				    * sym.name, JIT and kernel names as they are (as perf). NULL when
+				    * no name */
+	const char *build_id;      /* code in a file: its GNU build id in hex; NULL when none was read */
+	bool in_file;              /* code in an ELF file, at one of its PT_LOAD segments: the four
+				    * below are set ("normalized", as Parca and Pyroscope take them) */
+	uint64_t file_addr;        /* the address as the file's symbols have it (its ELF virtual address) */
+	uint64_t map_start;        /* the executable mapping that held it, in the same terms: a process's */
+	uint64_t map_limit;        /* address minus the file's load bias, so that file_addr - map_start */
+	uint64_t map_offset;       /* + map_offset is its offset in the file, as pprof reads a Mapping */
+};
+
+/*
+ * perfmap_symbolizer_lookup_image() for a whole frame: 0, or -ENOENT with
+ * @out naming what is known, as it; -EINVAL when @out->sz is too small for sym.
+ */
+PERFMAP_PROFILE_API int perfmap_symbolizer_lookup_frame(struct perfmap_symbolizer *s, pid_t pid,
+							 uint64_t start_ticks, uint32_t image,
+							 uint64_t addr, struct perfmap_frame *out);
+
 #ifdef __cplusplus
 }
 #endif

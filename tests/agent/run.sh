@@ -31,7 +31,10 @@ FORKJIT=$BUILD/tests/forkjit
 PIDAT=$BUILD/tests/pidat
 TMP_MAPS=()   # maps made in the real /tmp, removed at exit
 OUT_DIRS=()   # directories made outside $WORK, removed at exit
+PROM_PID=     # the Prometheus server of the metrics scenario (prom_start), stopped at exit
+PROM_DIR=     # its config, log and TSDB; the TSDB is removed with it
 cleanup() {
+	prom_stop   # first: cleanup_agent waits for every child
 	cleanup_agent
 	local pid
 	for pid in "${TMP_MAPS[@]}"; do
@@ -1041,8 +1044,174 @@ promtool_ok() {
 	fi
 }
 
+# ---- a real Prometheus server scraping the agent ----
+
+PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}   # Debian's prometheus package
+PROM_RULES=$(cd "$HERE/../../deploy/prometheus" && pwd)/perfmapd.rules.yml
+PROM_PORT=
+
+# prom_api PATH: the JSON body of Prometheus's GET PATH, when it answers 200.
+prom_api() {
+	python3 - "$PROM_PORT" "$1" <<'PY'
+import sys, urllib.request
+try:
+    with urllib.request.urlopen("http://127.0.0.1:%s%s" % (sys.argv[1], sys.argv[2]), timeout=5) as r:
+        sys.stdout.write(r.read().decode())
+except Exception as e:
+    sys.stderr.write("prometheus: GET %s: %s\n" % (sys.argv[2], e))
+    sys.exit(1)
+PY
+}
+
+# prom_ours: the server on PROM_PORT is ready and is the one prom_start ran, its
+# TSDB ours (not another program that took the port between free_port and it).
+prom_ours() {
+	prom_api /api/v1/status/flags 2>/dev/null |
+		python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["data"]["storage.tsdb.path"] != sys.argv[1])' "$PROM_DIR/data" 2>/dev/null
+}
+prom_ready_or_gone() { prom_ours || gone "$PROM_PID"; }
+
+# prom_start TARGET_PORT: Prometheus on 127.0.0.1 only (PROM_PORT, a free port), its TSDB
+# under $WORK, scraping the agent at 127.0.0.1:TARGET_PORT every second as job "perfmapd",
+# evaluating the alert rules every second; 0 once it is ready. A port taken between
+# free_port and its bind is tried again with another. Neither its admin API nor its
+# lifecycle endpoints are enabled.
+prom_start() {
+	local try
+	PROM_DIR=$WORK/prometheus
+	mkdir -p "$PROM_DIR"
+	cat >"$PROM_DIR/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $PROM_RULES
+scrape_configs:
+  - job_name: perfmapd
+    static_configs:
+      - targets: ["127.0.0.1:$1"]
+EOF
+	for try in 1 2 3; do
+		PROM_PORT=$(free_port)
+		# setpriv --pdeathsig: a suite killed with SIGKILL, whose trap cannot
+		# run, takes its server with it (the setting survives the exec).
+		(cd "$PROM_DIR" && exec setpriv --pdeathsig TERM "$PROMETHEUS" \
+			--config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
+			--web.listen-address="127.0.0.1:$PROM_PORT") >"$PROM_DIR/prometheus.$try.log" 2>&1 &
+		PROM_PID=$!
+		wait_for 30 prom_ready_or_gone
+		alive "$PROM_PID" && prom_ours && return 0
+		prom_stop
+		grep -q "address already in use" "$PROM_DIR/prometheus.$try.log" || break
+	done
+	say "    prometheus did not start on 127.0.0.1:$PROM_PORT; its log:"
+	sed 's/^/    /' "$PROM_DIR/prometheus.$try.log"
+	return 1
+}
+
+# prom_stop: the server stopped (SIGTERM; SIGKILL past 10 s) and its TSDB removed;
+# 1 when it did not exit 0 of SIGTERM. Nothing to do without one.
+prom_stop() {
+	local rc=0
+	if [ -n "$PROM_PID" ]; then
+		kill -TERM "$PROM_PID" 2>/dev/null
+		wait_for 10 gone "$PROM_PID" || { kill -9 "$PROM_PID" 2>/dev/null; rc=1; }
+		wait "$PROM_PID" 2>/dev/null || rc=1
+		PROM_PID=
+	fi
+	[ -z "$PROM_DIR" ] || rm -rf "$PROM_DIR/data"
+	return $rc
+}
+
+# prom_target_up AGENT_PORT: Prometheus's one target is the agent there, its last scrape healthy.
+prom_target_up() {
+	prom_api /api/v1/targets 2>/dev/null | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["data"]["activeTargets"]
+sys.exit(not (len(t) == 1 and t[0]["scrapeUrl"] == "http://127.0.0.1:%s/metrics" % sys.argv[1]
+              and t[0]["labels"]["job"] == "perfmapd" and t[0]["health"] == "up" and not t[0]["lastError"]))' "$1" 2>/dev/null
+}
+
+# prom_query EXPR: the value Prometheus answers for the instant query EXPR, a single
+# sample of job "perfmapd"; nothing when there is none (yet).
+prom_query() {
+	local q
+	q=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$1")
+	prom_api "/api/v1/query?query=$q" 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+if len(r) == 1 and r[0]["metric"].get("job") == "perfmapd":
+    print(r[0]["value"][1])' 2>/dev/null
+}
+prom_query_ge() { awk -v v="$(prom_query "$1")" -v min="$2" 'BEGIN { exit !(v != "" && v + 0 >= min) }'; }
+
+# prom_rules_loaded: Prometheus holds every group and rule of the rules file, each
+# from that file, evaluated, its health ok; what differs is said.
+prom_rules_loaded() {
+	prom_api /api/v1/rules 2>/dev/null | python3 -c '
+import json, re, sys
+want, group = set(), None
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*- name:\s*(\S+)", line)
+    if m:
+        group = m.group(1)
+    m = re.match(r"\s*- (?:alert|record):\s*(\S+)", line)
+    if m:
+        want.add((group, m.group(1)))
+got, bad = set(), []
+for g in json.load(sys.stdin)["data"]["groups"]:
+    for r in g["rules"]:
+        got.add((g["name"], r["name"]))
+        if g["file"] != sys.argv[1] or r["health"] != "ok":
+            bad.append("%s/%s: from %s, health %s %s" % (g["name"], r["name"], g["file"], r["health"], r.get("lastError", "")))
+if len(want) < 5 or got != want or bad:
+    if sys.argv[2] == "say":
+        for x in sorted(want - got): print("    %s/%s: in the file, not loaded" % x)
+        for x in sorted(got - want): print("    %s/%s: loaded, not in the file" % x)
+        for x in bad: print("    " + x)
+    sys.exit(1)' "$PROM_RULES" "${1:-quiet}" 2>/dev/null
+}
+
+# prom_rule_state RULE STATE: the alerting rule RULE is in STATE (inactive, pending, firing).
+prom_rule_state() {
+	prom_api /api/v1/rules 2>/dev/null | python3 -c '
+import json, sys
+s = [r["state"] for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"] if r["name"] == sys.argv[1]]
+sys.exit(s != [sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# metrics_prometheus AGENT_PORT MAP_DIR: Prometheus scrapes the agent on AGENT_PORT
+# for real: its target is up, a counter the agent moves (fork copies in MAP_DIR)
+# moves in its queries, and the alert rules load and evaluate there. The server
+# is stopped before the scenario goes on to hold the endpoint's connections.
+metrics_prometheus() {
+	local port=$1 d=$2 p0=
+	[ -x "$PROMETHEUS" ] ||
+		{ fail "metrics: Prometheus's server $PROMETHEUS is not installed (Debian: prometheus; make deps): nothing scraped the agent for real"; return; }
+	check "metrics: Prometheus ($("$PROMETHEUS" --version 2>&1 | head -1)) starts on 127.0.0.1, its TSDB under $WORK" \
+		prom_start "$port" || { prom_stop; return; }
+	check "metrics: Prometheus (127.0.0.1:$PROM_PORT) scrapes the agent on 127.0.0.1:$port: its target is up" \
+		wait_for 30 prom_target_up "$port" ||
+		{ prom_api /api/v1/targets | sed 's/^/    /'; prom_stop; return; }
+	check "metrics: Prometheus's query answers perfmapd_fork_copies_total{kind=\"created\"} as it scraped it" \
+		wait_for 15 eval 'p0=$(prom_query "perfmapd_fork_copies_total{job=\"perfmapd\",kind=\"created\"}") && [ -n "$p0" ]' ||
+		{ prom_stop; return; }
+	check "metrics: each of 2 more children finds its copy" \
+		"$FORKJIT" --dir "$d" --entries 16 --children 2 --wait-map-ms 5000
+	check "metrics: ...and Prometheus's query of perfmapd_fork_copies_total{kind=\"created\"} grows by 2 (from $p0)" \
+		wait_for 20 prom_query_ge 'perfmapd_fork_copies_total{job="perfmapd",kind="created"}' $((${p0%.*} + 2))
+	check "metrics: Prometheus loaded every group and rule of deploy/prometheus/perfmapd.rules.yml, evaluated, health ok" \
+		wait_for 20 prom_rules_loaded || prom_rules_loaded say
+	check "metrics: ...and there PerfmapdDown is inactive: up{job=\"perfmapd\"} is 1" \
+		wait_for 10 prom_rule_state PerfmapdDown inactive
+	check "metrics: Prometheus exits 0 of SIGTERM, and its TSDB is removed" \
+		eval 'prom_stop && [ ! -e "$PROM_DIR/data" ]'
+}
+
 # Metrics on --metrics-listen, off the event loop: the text parses with
 # Prometheus's own parser, the counters move with the forks the test makes,
+# a real Prometheus server scrapes them and loads the alert rules,
 # a connection that trickles its request is closed 3 s after its accept
 # (the request deadline), and a client that never reads beside 200 idle
 # connections neither stops a JIT's fork copies nor keeps the endpoint from
@@ -1126,6 +1295,7 @@ test_metrics() {
 	check "metrics: promtool check rules accepts deploy/prometheus/perfmapd.rules.yml" \
 		eval 'promtool check rules "$HERE/../../deploy/prometheus/perfmapd.rules.yml" >"$m.rules" 2>&1 || { sed "s/^/    /" "$m.rules"; false; }'
 	check "metrics: every metric the rules name is in the scrape" rules_name_scraped "$m.2"
+	metrics_prometheus "$port" "$d"
 
 	# One request a connection; a request trickled a header line every 0.5 s,
 	# which an idle timeout never ends, is closed at the request deadline.
@@ -1420,6 +1590,7 @@ test_restore_agent_archive() {
 # ---- running them ----
 
 scenario_done() {
+	prom_stop   # first: cleanup_agent waits for every child
 	cleanup_agent
 	sanitizer_check
 }

@@ -59,3 +59,11 @@ same_set() {
 		return 1
 	fi
 }
+
+# caps_doc_profile README: the first column of deploy/README.md's table under
+# "### The profiler's capabilities" (the DaemonSet's profile container and
+# perfmapd-profile.service grant that set).
+caps_doc_profile() {
+	awk '/^### The profiler.s capabilities/{on=1; next} /^#/{on=0} on' "$1" |
+		sed -n 's/^| `\(CAP_[A-Z_]*\)` |.*/\1/p' | caps_norm
+}

@@ -5,7 +5,8 @@ stage=$(mktemp -d "${TMPDIR:-/tmp}/perfmap-install.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 fail() { echo "install-test: FAIL: $*" >&2; exit 1; }
 
-make --no-print-directory install DESTDIR="$stage" PREFIX=/opt/perfmap >/dev/null
+# The build dir make install-test was given (its O=), not the default build/.
+make --no-print-directory O="${1:-build}" install DESTDIR="$stage" PREFIX=/opt/perfmap >/dev/null
 prefix=$stage/opt/perfmap
 for f in bin/perfmapctl include/perfmap.h lib/libperfmap.a lib/libperfmap.so \
 	lib/libperfmap.so.0 lib/pkgconfig/perfmap.pc share/man/man8/perfmapd.8 \
@@ -14,6 +15,12 @@ for f in bin/perfmapctl include/perfmap.h lib/libperfmap.a lib/libperfmap.so \
 	[ -e "$prefix/$f" ] || fail "$f not installed"
 done
 grep -qx 'prefix=/opt/perfmap' "$prefix/lib/pkgconfig/perfmap.pc" || fail "perfmap.pc ignores PREFIX"
+# The systemd units, beside each other, running the binaries BINDIR installed.
+for u in perfmapd:perfmapd perfmapd-profile:perfmapctl; do
+	f=$prefix/lib/systemd/system/${u%%:*}.service
+	[ -e "$f" ] || fail "${f#$stage} not installed"
+	grep -q "^ExecStart=/opt/perfmap/bin/${u#*:} " "$f" || fail "${f#$stage}: ExecStart= is not /opt/perfmap/bin/${u#*:}"
+done
 
 soname=$(readelf -d "$prefix/lib/libperfmap.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = libperfmap.so.0 ] || fail "soname is '$soname'"

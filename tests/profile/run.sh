@@ -6,7 +6,9 @@
 # run under the profiler with its children; the letters on real samples;
 # folded stacks; what -j a opens for an unprivileged JIT, and what it must
 # not; a jitdump producer named from its dump alone, its source lines too;
-# CPython -X perf where present; and the errors.
+# CPython -X perf where present; a C++ and a Rust program's names demangled,
+# their pprof carrying the mangled symbols, build ids and the files' own
+# addresses; and the errors.
 #
 #   tests/profile/run.sh BUILD_DIR [SCENARIO...]
 #
@@ -158,6 +160,74 @@ test_pprof() {
 	done
 	check "pprof: --every 1 writes a profile a second, each naming split_hot ($n of $(ls "$out"-e-*.pb.gz 2>/dev/null | wc -l))" \
 		test "$n" -ge 2
+}
+
+# go tool pprof -raw of pprof FILE into FILE.raw; its status.
+pprof_raw() { HOME=$WORK GOCACHE=$WORK/gocache GOFLAGS= timeout 120 go tool pprof -raw "$1" >"$1.raw" 2>&1; }
+# in_symbol BINARY SYMBOL ADDR: ADDR (hex) lies within SYMBOL's bytes, as nm -S gives them.
+in_symbol() {
+	local start size
+	read -r start size < <(nm -S "$1" | awk -v s="$2" '$4 == s { print $1, $2; exit }')
+	[ -n "$start" ] && [ -n "$3" ] && (( 16#$3 >= 16#$start && 16#$3 < 16#$start + 16#$size ))
+}
+
+# C++ and Rust names as perf shows them (libiberty's demangler) in the views, the
+# folded stacks and pprof, where the mangled symbol stays the function's
+# system_name and the mapping carries the file's build id, the address the
+# file's own: what a store needs to name native frames itself.
+test_demangle() {
+	local m out=$WORK/demangle cxx=$WORK/hotcxx rs=$WORK/hotrs rs0=$WORK/hotrs0 rustc bid line addr
+	command -v g++ >/dev/null || { fail "demangle: g++ is missing (make deps)"; return; }
+	command -v go >/dev/null || { fail "demangle: go is missing (make deps: golang-go)"; return; }
+	rustc=$(command -v rustc || echo "${HOME:-/root}/.cargo/bin/rustc")
+	[ -x "$rustc" ] || { fail "demangle: rustc is missing (make deps: rustc)"; return; }
+	# Frame pointers: the samples' stacks are walked by them.
+	g++ -O1 -g -fno-omit-frame-pointer -o "$cxx" "$HERE/hotcxx.cc" &&
+		"$rustc" -O -g -C force-frame-pointers=yes --crate-name hot -o "$rs" "$HERE/hotrs.rs" &&
+		"$rustc" -O -g -C force-frame-pointers=yes -C symbol-mangling-version=v0 --crate-name hot \
+			-o "$rs0" "$HERE/hotrs.rs" || { fail "demangle: the test programs do not build"; return; }
+	check "demangle: the C++ program's symbol is mangled in its file" eval 'nm "$cxx" | grep -q " _ZN6shapes4Grid4lremEll$"'
+	m=$(new_maps)
+	profile "$out.f" -j f --map-dir "$m" -- "$cxx" 1500
+	check "demangle: C++: -j f names shapes::Grid::lrem(long, long) ($(head -1 "$out.f"))" \
+		grep -Eq '^ ?[0-9]+%  shapes::Grid::lrem\(long, long\)$' "$out.f"
+	profile "$out.F" -j F --map-dir "$m" -- "$cxx" 800
+	check "demangle: C++: -j F, module:name" grep -Eq '^ ?[0-9]+%  hotcxx:shapes::Grid::lrem\(long, long\)$' "$out.F"
+	profile "$out.v" -j vf --map-dir "$m" -- "$cxx" 800
+	check "demangle: C++: -j vf, under C code" grep -Eq '^  -- +[0-9]+%  shapes::Grid::lrem\(long, long\)$' "$out.v"
+	profile "$out.G" -j G --map-dir "$m" -- "$cxx" 800
+	check "demangle: C++: folded stacks end in the demangled name" \
+		grep -Eq '(^|;)shapes::Grid::lrem\(long, long\) [0-9]+$' "$out.G"
+	check "demangle: C++: no view shows the mangled name" eval '! grep -q _ZN6shapes "$out".[fFvG]'
+	# pprof: the name demangled, the symbol mangled, the file's build id, the file's own address.
+	profile "$out.run" -o "$out.pb.gz" --map-dir "$m" -- "$cxx" 1000
+	pprof_raw "$out.pb.gz"
+	check "demangle: pprof: go tool pprof -raw reads it" grep -q '^Locations' "$out.pb.gz.raw" ||
+		sed 's/^/    /' "$out.pb.gz.raw" | head -20
+	line=$(grep -m1 -F ' shapes::Grid::lrem(long, long) ' "$out.pb.gz.raw")
+	check "demangle: pprof: Function.name demangled, system_name mangled ($line)" \
+		eval '[[ "$line" == *"(_ZN6shapes4Grid4lremEll)" ]]'
+	bid=$(readelf -n "$cxx" | sed -n 's/^ *Build ID: *//p')
+	check "demangle: pprof: the program's Mapping carries its build id, as readelf -n says ($bid)" \
+		eval '[ -n "$bid" ] && grep -Eq "^ *[0-9]+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ $cxx $bid" "$out.pb.gz.raw"'
+	addr=$(sed -n 's/^ *[0-9]*: 0x\([0-9a-f]*\) M=.* shapes::Grid::lrem(long, long) .*/\1/p' "$out.pb.gz.raw" | head -1)
+	check "demangle: pprof: its Location.address is the file's own, within the symbol nm gives (0x$addr)" \
+		in_symbol "$cxx" _ZN6shapes4Grid4lremEll "$addr"
+	# Rust: legacy (rustc's default) loses its ::h<hash>; v0 reads as perf shows it.
+	if nm "$rs" | grep -q ' _ZN3hot8spin_hot17h[0-9a-f]\{16\}E$'; then
+		profile "$out.rs" -j f --map-dir "$m" -- "$rs" 1000
+		check "demangle: Rust legacy: hot::spin_hot, no hash ($(head -1 "$out.rs"))" \
+			grep -Eq '^ ?[0-9]+%  hot::spin_hot$' "$out.rs"
+	else
+		skip "this rustc ($("$rustc" --version)) mangles no legacy symbol by default"
+	fi
+	profile "$out.rs0" -j 3f --map-dir "$m" -- "$rs0" 1000
+	check "demangle: Rust v0: hot::spin_hot < <hot::Grid<u32>>::walk ($(head -1 "$out.rs0"))" \
+		grep -Eq '^ ?[0-9]+%  hot::spin_hot < <hot::Grid<u32>>::walk < hot::main$' "$out.rs0"
+	profile "$out.rs0.run" -o "$out.rs0.pb.gz" --map-dir "$m" -- "$rs0" 800
+	pprof_raw "$out.rs0.pb.gz"
+	check "demangle: Rust v0: pprof's system_name is the v0 symbol" \
+		grep -q ' hot::spin_hot .*(_RNvCs[0-9A-Za-z]*_3hot8spin_hot)$' "$out.rs0.pb.gz.raw"
 }
 
 # A JIT forks; its child runs the code and exits before the report. With the

@@ -23,16 +23,19 @@
 #include "profile_report.h"
 #include "testutil.h"
 
+/* A frame as the views see it: name, module, offset, source file and line, state. */
+#define FRAME(n, m, o, f, l, s) { .name = (n), .module = (m), .offset = (o), .file = (f), .line = (l), .state = (s) }
+
 /* main() at app.c:10 and :12; the JIT's two functions; the kernel under write(); unnamed JIT code. */
-static const struct prof_frame hot = { "jit_hot", "/tmp/perf-1.map", 0, NULL, 0, 'J' };
-static const struct prof_frame cold = { "jit_cold", "/tmp/perf-1.map", 0, NULL, 0, 'J' };
-static const struct prof_frame main10 = { "main", "/usr/bin/app", 0x20, "/src/app.c", 10, 'C' };
-static const struct prof_frame main12 = { "main", "/usr/bin/app", 0x28, "/src/app.c", 12, 'C' };
-static const struct prof_frame start = { "__libc_start_call_main", "/usr/lib/libc.so.6", 0x7a, NULL, 0, 'C' };
-static const struct prof_frame sysc = { "do_syscall_64", "[kernel]", 0x5d, NULL, 0, 'K' };
-static const struct prof_frame entry = { "entry_SYSCALL_64", "[kernel]", 0x76, NULL, 0, 'K' };
-static const struct prof_frame wr = { "write", "/usr/lib/libc.so.6", 0x10, NULL, 0, 'C' };
-static const struct prof_frame anon = { NULL, "[anon]", 0x40, NULL, 0, 'U' };
+static const struct prof_frame hot = FRAME("jit_hot", "/tmp/perf-1.map", 0, NULL, 0, 'J');
+static const struct prof_frame cold = FRAME("jit_cold", "/tmp/perf-1.map", 0, NULL, 0, 'J');
+static const struct prof_frame main10 = FRAME("main", "/usr/bin/app", 0x20, "/src/app.c", 10, 'C');
+static const struct prof_frame main12 = FRAME("main", "/usr/bin/app", 0x28, "/src/app.c", 12, 'C');
+static const struct prof_frame start = FRAME("__libc_start_call_main", "/usr/lib/libc.so.6", 0x7a, NULL, 0, 'C');
+static const struct prof_frame sysc = FRAME("do_syscall_64", "[kernel]", 0x5d, NULL, 0, 'K');
+static const struct prof_frame entry = FRAME("entry_SYSCALL_64", "[kernel]", 0x76, NULL, 0, 'K');
+static const struct prof_frame wr = FRAME("write", "/usr/lib/libc.so.6", 0x10, NULL, 0, 'C');
+static const struct prof_frame anon = FRAME(NULL, "[anon]", 0x40, NULL, 0, 'U');
 
 static const struct prof_frame s1[] = { hot, main10, start };
 static const struct prof_frame s2[] = { cold, main10, start };
@@ -284,8 +287,8 @@ static void test_a_and_A_annotate_the_source(void **state)
 		snprintf(lines + strlen(lines), sizeof(lines) - strlen(lines), "line %d\n", i);
 	tu_write(path, lines, strlen(lines));
 	chmod(path, 0644);
-	f10 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 10, 'C' };
-	f12 = (struct prof_frame){ "main", "/usr/bin/app", 0, path, 12, 'C' };
+	f10 = (struct prof_frame)FRAME("main", "/usr/bin/app", 0, path, 10, 'C');
+	f12 = (struct prof_frame)FRAME("main", "/usr/bin/app", 0, path, 12, 'C');
 	ss[0] = (struct prof_sample){ &f10, 1, NULL, 75, me };
 	ss[1] = (struct prof_sample){ &f12, 1, NULL, 25, me };
 
@@ -484,9 +487,9 @@ static void test_a_shows_what_the_process_could_read(void **state)
 	snprintf(ok, sizeof(ok), "%s/ok.txt", dir);
 	tu_write(ok, "first\nCONTROL line2\n", 20);
 	assert_int_equal(chmod(ok, 0644), 0);
-	fs2 = (struct prof_frame){ "JS:*a", "/tmp/perf-1.map", 0, secret, 2, 'J' };
-	fs3 = (struct prof_frame){ "JS:*b", "/tmp/perf-1.map", 0, secret, 3, 'J' };
-	fo2 = (struct prof_frame){ "JS:*c", "/tmp/perf-1.map", 0, ok, 2, 'J' };
+	fs2 = (struct prof_frame)FRAME("JS:*a", "/tmp/perf-1.map", 0, secret, 2, 'J');
+	fs3 = (struct prof_frame)FRAME("JS:*b", "/tmp/perf-1.map", 0, secret, 3, 'J');
+	fo2 = (struct prof_frame)FRAME("JS:*c", "/tmp/perf-1.map", 0, ok, 2, 'J');
 	ss[0] = (struct prof_sample){ &fs2, 1, NULL, 40, &nobody };
 	ss[1] = (struct prof_sample){ &fs3, 1, NULL, 20, &nobody };
 	ss[2] = (struct prof_sample){ &fo2, 1, NULL, 40, &nobody };
@@ -549,8 +552,8 @@ static void test_a_shows_what_the_process_could_read(void **state)
 /* Names come from other processes: no byte of theirs reaches a terminal as a control, nor forges a frame. */
 static void test_names_are_escaped(void **state)
 {
-	static const struct prof_frame evil = { "a\x1b[2J;b\xff\\c", "/tmp/perf-1.map", 0, NULL, 0, 'J' };
-	static const struct prof_frame caller = { "main", "/usr/bin/app", 0, NULL, 0, 'C' };
+	static const struct prof_frame evil = FRAME("a\x1b[2J;b\xff\\c", "/tmp/perf-1.map", 0, NULL, 0, 'J');
+	static const struct prof_frame caller = FRAME("main", "/usr/bin/app", 0, NULL, 0, 'C');
 	struct prof_frame fr[2] = { evil, caller };
 	struct prof_sample ss = { fr, 2, "zone\n100%  forged", 1, NULL };
 	struct prof_view v;

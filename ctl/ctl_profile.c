@@ -400,7 +400,10 @@ static const char *hold_socket(const struct prof_args *a, char *path, size_t len
 	if (perfmap__hold_path(run_dir, a->map_dir ? a->map_dir : "/tmp", path, len))
 		return NULL;
 	if (stat(path, &st)) {
-		if (errno != ENOENT || a->run_dir)
+		/* Named with --run-dir: an agent that starts later is held with once it is there. */
+		if (errno == ENOENT && a->run_dir)
+			return path;
+		if (errno != ENOENT)
 			ctl_error("profile: warning: perfmapd's hold socket %s: %s; maps are read as perf reads them",
 				 path, strerror(errno));
 		return NULL;
@@ -898,7 +901,7 @@ int cmd_profile(int argc, char **argv)
 	r.sym = perfmap_profile_symbolizer(p);
 	perfmap_profile_stats(p, &r.stats);
 	if (o.hold_socket && !r.stats.agent_holds)
-		ctl_error("profile: warning: perfmapd's hold socket %s: cannot connect; maps are read as perf reads them",
+		ctl_error("profile: warning: perfmapd's hold socket %s: cannot connect; tried again every second, maps are read as perf reads them meanwhile",
 			  o.hold_socket);
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1)

@@ -250,7 +250,8 @@ static int spool_load(struct prof_push *p)
 			p->next_seq = seq + 1;
 	}
 	closedir(d);
-	qsort(p->q, p->n, sizeof(*p->q), seq_cmp);
+	if (p->n)
+		qsort(p->q, p->n, sizeof(*p->q), seq_cmp);
 	return 0;
 }
 

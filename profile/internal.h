@@ -223,6 +223,8 @@ struct agent_hold;
 /* Connect to the agent's hold socket at @path; -errno (-ENOENT: no agent there). */
 PROF_HIDDEN int perfmap_prof__agent_hold_open(const char *path, struct agent_hold **out);
 PROF_HIDDEN void perfmap_prof__agent_hold_free(struct agent_hold *h);
+/* Connected again just now (at most a try a second): the caller holds again what it samples. */
+PROF_HIDDEN bool perfmap_prof__agent_hold_retry(struct agent_hold *h);
 /* Queue a hold or release of (@pid, @start_ticks); @h NULL: nothing. */
 PROF_HIDDEN void perfmap_prof__agent_hold_add(struct agent_hold *h, pid_t pid,
 					      uint64_t start_ticks);

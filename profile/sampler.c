@@ -443,6 +443,10 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	n = ring_buffer__poll(p->rb, timeout_ms);
 	reread(p);
 	discover(p);
+	if (perfmap_prof__agent_hold_retry(p->hold))
+		for (size_t i = 0; i < p->nt; i++)
+			if (!p->t[i].gone)
+				perfmap_prof__agent_hold_add(p->hold, p->t[i].pid, p->t[i].start_ticks);
 	perfmap_prof__agent_hold_flush(p->hold);
 	return n < 0 && n != -EINTR ? n : 0;
 }

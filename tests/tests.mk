@@ -56,7 +56,7 @@ test:
 test-all: all layering-test unit unit-asan cli clang-build fuzz-short install-test man-test doctor-test agent-test \
 	jitdump-test security-test container-test agent-test-asan container-test-asan faults-test \
 	unit-file-test k8s-test image-test profile-test profile-test-asan make-warnings-test symbols-test \
-	receiver-test push-test
+	receiver-test push-test push-test-asan
 	@echo "test: all passed"
 
 # make expands a rule's targets and prerequisites as it reads it: a variable named
@@ -385,7 +385,7 @@ $(O)/tests/fault_%: tests/security/fault_%.c
 faults-test: all $(AGENT_TEST_BINS) $(LOADGEN) $(FAULT_TEST_BINS)
 	@bash tests/security/faults.sh $(O) $(FAULT_TESTS)
 
-.PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test receiver-deps receiver-test push-test
+.PHONY: unit-file-test k8s-test image-test npm-deps make-warnings-test receiver-deps receiver-test push-test push-test-asan
 .PHONY: test-all man-test doctor-test profile-test profile-test-asan agent-test jitdump-test security-test container-test container-test-asan asan-agent agent-test-asan faults-test \
 	bench-parts bench-mirror bench-execmap bench-profile bench-jitdump
 
@@ -443,6 +443,10 @@ receiver-test: receiver-deps
 push-test: all $(O)/tests/splitjit receiver-deps
 	@bash tests/profile/push.sh $(O) $(RECEIVER_NPM_DIR) $(PUSH_TESTS)
 PUSH_TESTS ?=
+# The pusher's thread, spool and curl paths again under ASan+UBSan; a report fails them.
+PUSH_TESTS_ASAN := protocols spool credentials
+push-test-asan: $(ASAN_AGENT_BINS) $(ASAN_AGENT)/tests/splitjit receiver-deps
+	@bash tests/profile/push.sh $(ASAN_AGENT) $(RECEIVER_NPM_DIR) $(PUSH_TESTS_ASAN)
 
 # deploy/container/Containerfile built by podman from this tree, no registry, run
 # with --pid=host on a private map directory, and a fork copy checked; the

@@ -159,7 +159,9 @@ struct perfmap_profile_opts {
 	const char *hold_socket;   /* perfmapd's hold socket (perfmapctl profile finds it from
 				    * --run-dir): each process sampled is held there, its map kept at
 				    * its path past the retention until its stacks are named (its
-				    * flush, or the stop); NULL, or no agent there: no holds */
+				    * flush, or the stop); NULL: no holds. No agent there, or one
+				    * that goes: tried again every second, and every process still
+				    * followed held again once it answers */
 };
 
 struct perfmap_profile_stats {

@@ -704,6 +704,48 @@ test_errors() {
 		eval '[ "$RC" = 2 ] && grep -q "give one of -p PID, -a or -- COMMAND" "$out.none.err"'
 }
 
+# The profiler started before the agent (a DaemonSet's containers start in
+# any order), and the agent restarted under it: it connects once the agent
+# is there and holds again every process it follows, so a child exiting
+# then keeps its map for the report.
+test_agent_later() {
+	local m out=$WORK/later pid c p1
+	m=$(new_maps)
+	RUN_DIR=$WORK/run-later
+	mkdir -p "$RUN_DIR"
+	"$SPLIT" --dir "$m" --child --fork-delay-ms 9000 --child-run-ms 1500 --after-ms 4000 \
+		--wait-map-ms 5000 >"$WORK/later.jit" &
+	pid=$!
+	PIDS+=("$pid")
+	wait_for 5 grep -qs "^pid " "$WORK/later.jit"
+	"$CTL" profile -j v -d 16 -p "$pid" --map-dir "$m" --run-dir "$RUN_DIR" --archive-dir "$WORK/nowhere" \
+		--no-keep-maps >"$out" 2>"$out.err" &
+	p1=$!
+	PIDS+=("$p1")
+	check "agent_later: without the agent the profiler says it will try again" \
+		wait_for 5 grep -qs "tried again every second" "$out.err"
+	ARCH=$WORK/archive-later
+	start_agent "$WORK/agent-later.log" --map-dir "$m" --archive-dir "$ARCH" --run-dir "$RUN_DIR" \
+		--retention 1 || { fail "agent_later: perfmapd did not start"; return; }
+	check "agent_later: the profiler connects to the agent started after it, and holds the JIT" \
+		wait_for 5 eval 'status_is "$m" holders 1 && status_ge "$m" held_processes 1'
+	stop_agent || fail "agent_later: perfmapd exited non-zero"
+	start_agent "$WORK/agent-later2.log" --map-dir "$m" --archive-dir "$ARCH" --run-dir "$RUN_DIR" \
+		--retention 1 || { fail "agent_later: perfmapd did not start again"; return; }
+	check "agent_later: and again to the agent restarted, holding the JIT again" \
+		wait_for 5 eval 'status_is "$m" holders 1 && status_ge "$m" held_processes 1'
+	wait_for 15 grep -q "^child " "$WORK/later.jit"
+	c=$(awk '/^child / { print $2 }' "$WORK/later.jit")
+	wait_for 10 gone "$c"
+	check "agent_later: the child's map is kept past its 1 s retention for the profiler" \
+		eval 'wait_for 10 status_ge "$m" held_past_retention 1 && [ -e "$m/perf-$c.map" ]'
+	wait "$p1"
+	check "agent_later: the report names the child's samples ($(grep JIT "$out" | head -1))" \
+		jit_named_ge "$out" 90 || sed 's/^/    /' "$out.err"
+	wait "$pid"
+	stop_agent || fail "agent_later: perfmapd exited non-zero"
+}
+
 # A sanitized perfmapctl (make profile-test-asan) writes any report to $SAN_LOG.<pid>: each fails the scenario.
 scenario_done() {
 	local f

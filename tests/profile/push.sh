@@ -409,14 +409,8 @@ test_credentials() {
 
 # A sanitized perfmapctl (make push-test-asan) writes any report to $SAN_LOG.<pid>: each fails the scenario.
 scenario_done() {
-	local f
 	receiver_stop
-	for f in "$SAN_LOG".*; do
-		[ -e "$f" ] || continue
-		fail "$1: a sanitizer report ($f):"
-		sed 's/^/    /' "$f" | head -40
-		rm -f "$f"
-	done
+	sanitizer_check
 }
 pick_scenarios "$0" "$@"
 run_scenarios "profile push tests"

@@ -343,37 +343,33 @@ function rpcAnswer(rec, err) {
   return {};
 }
 
+// A request's record, its mode taken: what both services do first. Throws the mode's error.
+function begin(req, ctx) {
+  const rec = ctx.values.get(kRecord);
+  rec.protocol = protocolOf(ctx);
+  const m = takeMode();
+  rec.mode = m.mode;
+  rec.series = req.series.length;
+  rec.profiles = req.series.reduce((a, s) => a + s.samples.length, 0);
+  const me = modeError(rec, m);
+  if (me) {
+    rec.code = codeName(me.code);
+    throw me;
+  }
+  return rec;
+}
+
 const routes = (router) => {
   router.service(PusherService, {
     push(req, ctx) {
-      const rec = ctx.values.get(kRecord);
-      rec.protocol = protocolOf(ctx);
-      const m = takeMode();
-      rec.mode = m.mode;
-      rec.series = req.series.length;
-      rec.profiles = req.series.reduce((a, s) => a + s.samples.length, 0);
-      const me = modeError(rec, m);
-      if (me) {
-        rec.code = codeName(me.code);
-        throw me;
-      }
+      const rec = begin(req, ctx);
       const list = req.series.map((s) => ({ labels: s.labels, samples: s.samples.map((x) => ({ raw: x.rawProfile, id: x.ID })) }));
       return rpcAnswer(rec, pyroscopeSeries(rec, list));
     },
   });
   router.service(ProfileStoreService, {
     writeRaw(req, ctx) {
-      const rec = ctx.values.get(kRecord);
-      rec.protocol = protocolOf(ctx);
-      const m = takeMode();
-      rec.mode = m.mode;
-      rec.series = req.series.length;
-      rec.profiles = req.series.reduce((a, s) => a + s.samples.length, 0);
-      const me = modeError(rec, m);
-      if (me) {
-        rec.code = codeName(me.code);
-        throw me;
-      }
+      const rec = begin(req, ctx);
       return rpcAnswer(rec, parcaWriteRaw(rec, req));
     },
   });

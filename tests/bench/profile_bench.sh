@@ -14,10 +14,21 @@
 #     `perf script` run as soon as the workload ends.
 #  3. Memory for 10,000 distinct stacks: stackgen on every CPU, profiled at
 #     1 ms: perfmapctl's peak RSS and the kernel memory of its maps.
+#  4. The push's cost per period, at about 1,000 and 10,000 distinct stacks a
+#     period (stackgen on every CPU, at 1000 Hz): three perfmapctl profile
+#     --every 10s of the same processes at once, one writing -o FILE.pb.gz, one
+#     pushing to a local sink (push_sink.py, standing for Pyroscope), one both;
+#     each one's CPU time and peak RSS, the bytes written and sent.
+#  5. Always on: perfmapd and perfmapctl profile -a --every 60s --push at the
+#     continuous default rate (20 Hz) under JITs on every CPU: their CPU and
+#     their BPF programs' as a share of the host (goal: under 0.5 %, said PASS
+#     or FAIL, not the exit status: a shared VM's noise is no test), the
+#     profiler's RSS and its maps' memory for the distinct stacks seen.
 #
 # It fails, with the reason and no figures, when a program it runs is not built,
 # a workload fails or runs under PROFILE_BENCH_MIN_MS (200 ms: 20 samples a CPU at
-# 100 Hz), or a profiler takes under a quarter of the samples its rate gives.
+# 100 Hz) or ends before the periods measured, or a profiler takes under a quarter
+# of the samples its rate gives.
 #
 #   tests/bench/profile_bench.sh BUILD_DIR   (root)
 set -u
@@ -40,13 +51,16 @@ WORKLOAD=${PROFILE_BENCH_WORK:-2000}   # splitjit rounds per CPU: some 2.5 s of 
 MIN_MS=${PROFILE_BENCH_MIN_MS:-200}
 NCPU=$(nproc)
 BG=()
+PROFS=()
+SINKS=()
 PROFILER=
 TIMER=
 cleanup() {
 	local p
-	# The loads, and a profiler a failure left running; first, as cleanup_agent waits
-	# for every child.
-	for p in "${BG[@]}" $PROFILER $TIMER; do
+	# The loads, the profilers and sinks a failure left running; first, as cleanup_agent
+	# waits for every child.
+	[ -d "$WORK" ] && touch "$WORK/load.stop"
+	for p in "${BG[@]}" "${PROFS[@]}" "${SINKS[@]}" $PROFILER $TIMER; do
 		kill -INT "$p" 2>/dev/null
 		sleep 0.2
 		kill -9 "$p" 2>/dev/null
@@ -62,6 +76,7 @@ trap 'exit 143' TERM
 
 need_built perfmapd perfmapctl tests/splitjit bench/stackgen
 [ "$(id -u)" = 0 ] || { echo "bench-profile: needs root"; exit 1; }
+command -v python3 >/dev/null || bench_fail "python3 is missing: the push sink (tests/bench/push_sink.py) runs on it"
 
 # Part 2, run by part 1 in a mount namespace where /tmp is $WORK/maps: the agent, the
 # JIT and its child, perfmapctl profile of it and perf record -a, then both reports.
@@ -303,3 +318,266 @@ rss=$(cat "$WORK/mem.rss" 2>/dev/null)
 [ "$kmem" -gt 0 ] || bench_fail "the kernel memory of perfmapctl's BPF maps was never read while it sampled"
 printf 'distinct stacks %d; perfmapctl peak RSS %d KiB; its BPF maps %d KiB (memlock, largest seen)\n' \
 	"$stacks" "$rss" "$((kmem / 1024))"
+
+# Parts 4 and 5: periods, as a profiler that runs for days makes them.
+SINK=$HERE/push_sink.py
+EVERY=${PROFILE_BENCH_EVERY:-10}                  # part 4's period, in s
+PERIODS=${PROFILE_BENCH_PERIODS:-4}               # periods measured, after the first (the naming's warm-up)
+ALWAYS_EVERY=${PROFILE_BENCH_ALWAYS_EVERY:-60}    # part 5's: the DaemonSet's
+ALWAYS_PERIODS=${PROFILE_BENCH_ALWAYS_PERIODS:-2}
+[ -r "$SINK" ] || bench_fail "$SINK is missing"
+
+# start_sink NAME: push_sink.py on a port of its own, its URL in SINK_URL; a line per request in $WORK/NAME.sink.
+start_sink() {
+	rm -f "$WORK/$1.port"
+	: >"$WORK/$1.sink"
+	python3 "$SINK" serve "$WORK/$1.port" "$WORK/$1.sink" 2>"$WORK/$1.sink.err" &
+	SINKS+=($!)
+	wait_for 10 test -s "$WORK/$1.port" || bench_fail "the push sink did not start: $(tail -3 "$WORK/$1.sink.err")"
+	SINK_URL=http://127.0.0.1:$(cat "$WORK/$1.port")
+}
+# The CPU time of PID's threads, in ns (user and system: their schedstat's run time, which
+# /proc/PID/stat's ticks are rounded from); the largest RSS it had (VmHWM), in KiB; the kernel
+# memory of its BPF maps (memlock), in bytes.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+hwm_kib() { awk '/^VmHWM:/ { print $2 }' /proc/"$1"/status 2>/dev/null; }
+memlock_of() { cat /proc/"$1"/fdinfo/* 2>/dev/null | awk '/^memlock:/ { s += $2 } END { printf "%d", s }'; }
+# marks FILE KIND: the periods perfmapctl has finished, from its stderr: the push's line (the
+# last of a period's work) when it pushes, else the file's.
+marks() {
+	if [ "$2" = file ]; then
+		grep -c ' samples; [0-9]* processes followed now' "$1"
+	else
+		grep -c '^perfmapctl: profile: push: [0-9]* series' "$1"
+	fi
+}
+# The figures of periods 2 .. PERIODS+1, one a line: period_samples the samples of the file or
+# period lines, push_bytes the push lines' bytes, sink_col N the sink's column N.
+period_samples() { sed -n 's/.* \([0-9][0-9]*\) samples; [0-9]* processes followed now.*/\1/p' "$1" | sed -n "2,$(($2 + 1))p"; }
+push_bytes() { sed -n 's/^perfmapctl: profile: push: [0-9]* series, \([0-9]*\) bytes;.*/\1/p' "$1" | sed -n "2,$(($2 + 1))p"; }
+sink_col() { awk -v c="$2" '{ print $c }' "$1" | sed -n "2,$(($3 + 1))p"; }
+mean() { awk '{ s += $1; n++ } END { printf "%.0f", n ? s / n : 0 }'; }
+imedian() { median | awk '{ printf "%.0f", $1 }'; }
+# final_pushed FILE: "REQUESTS BYTES" from perfmapctl's final push line.
+final_pushed() { sed -n 's/.*; pushed \([0-9]*\) requests ([0-9]* samples, \([0-9]*\) bytes).*/\1 \2/p' "$1" | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+# The host's load besides the bench's (others share this machine): forks since boot, and the load average.
+forks() { awk '/^processes / { print $2 }' /proc/stat; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+echo "== push cost per period: $NCPU stackgen, 1000 Hz (-j i1), --every ${EVERY}s, the median of periods 2-$((PERIODS + 1));"
+echo "   three perfmapctl profile -p of the same processes at once: -o FILE.pb.gz, --push to a local sink, both"
+for c in 1k:150 10k:0; do
+	name=${c%%:*}
+	paths=${c#*:}
+	D=$WORK/push-$name
+	mkdir -p "$D"
+	start_sink "$name-push"
+	url_push=$SINK_URL
+	start_sink "$name-both"
+	url_both=$SINK_URL
+	# stackgen's paths: 150 give some 1,000 distinct stacks as perfmapctl counts them (by address,
+	# a process's own: each path's leaf at several instructions, in each stackgen); all of them
+	# (0) one a sample or so: 1000 Hz gives 10,000 even when others take half of the CPUs.
+	gen=()
+	for ((p = 0; p < NCPU; p++)); do
+		"$STACKGEN" $(((PERIODS + 1) * EVERY + 40)) wall "$paths" &
+		BG+=($!)
+		gen+=($!)
+	done
+	targets=$(IFS=,; echo "${gen[*]}")
+	declare -A pp=() at=() got=() hwm=() cpu_ms=()
+	for k in file push both; do
+		case $k in
+		file) out=(-o "$D/file.pb.gz") ;;
+		push) out=(--push "$url_push") ;;
+		both) out=(-o "$D/both.pb.gz" --push "$url_both") ;;
+		esac
+		"$CTL" profile -p "$targets" --every "${EVERY}s" -j i1 "${out[@]}" 2>"$D/$k.err" &
+		pp[$k]=$!
+		PROFS+=($!)
+	done
+	deadline=$(($(now_ns) + ((PERIODS + 1) * EVERY + 30) * 1000000000))
+	f0=$(forks)
+	ft0=$(now_ns)
+	while :; do
+		left=0
+		for k in file push both; do
+			kill -0 "${pp[$k]}" 2>/dev/null ||
+				bench_fail "perfmapctl profile ($k, $name) exited: $(tail -3 "$D/$k.err")"
+			# Its CPU time as each period's work ends (read within 0.1 s).
+			n=$(marks "$D/$k.err" "$k")
+			while [ "${got[$k]:-0}" -lt "$n" ] && [ "${got[$k]:-0}" -le "$PERIODS" ]; do
+				got[$k]=$((${got[$k]:-0} + 1))
+				at[$k.${got[$k]}]=$(cpu_ns "${pp[$k]}")
+			done
+			if [ "${got[$k]:-0}" -gt "$PERIODS" ]; then
+				[ -n "${hwm[$k]:-}" ] || hwm[$k]=$(hwm_kib "${pp[$k]}")
+			else
+				left=1
+			fi
+		done
+		[ "$left" = 0 ] && break
+		[ "$(now_ns)" -lt "$deadline" ] ||
+			bench_fail "$name: the profilers did not finish $((PERIODS + 1)) periods of ${EVERY}s in time"
+		sleep 0.1
+	done
+	for p in "${gen[@]}"; do
+		kill -0 "$p" 2>/dev/null || bench_fail "$name: a stackgen ended before the periods measured did (too brief)"
+	done
+	host="load average $(loadavg), $(awk -v f="$(($(forks) - f0))" -v t="$(($(now_ns) - ft0))" 'BEGIN { printf "%.0f", f * 1e9 / t }') forks/s on the host meanwhile"
+	for k in file push both; do
+		kill -INT "${pp[$k]}"
+	done
+	for k in file push both; do
+		wait "${pp[$k]}" || bench_fail "perfmapctl profile ($k, $name) exited with status $?: $(tail -3 "$D/$k.err")"
+	done
+	kill "${gen[@]}" 2>/dev/null
+	wait "${gen[@]}" 2>/dev/null
+	BG=()
+	PROFS=()
+	kill "${SINKS[@]}" 2>/dev/null
+	wait "${SINKS[@]}" 2>/dev/null
+	SINKS=()
+	# The periods measured: what each took, wrote and sent; a quarter of 1000 Hz's samples at least.
+	for k in file push both; do
+		n=$(period_samples "$D/$k.err" "$PERIODS" | awk 'NR == 1 || $1 < m { m = $1 } END { print m + 0 }')
+		[ "$n" -ge $((1000 * NCPU * EVERY / 4)) ] ||
+			bench_fail "$name ($k): a period of $n samples, under a quarter of 1000 Hz's $((1000 * NCPU * EVERY)) on $NCPU CPUs"
+	done
+	files=$(ls "$D"/file-*.pb.gz | sed -n "2,$((PERIODS + 1))p")
+	[ "$(echo "$files" | grep -c .)" = "$PERIODS" ] || bench_fail "$name: not $PERIODS period files of -o ($D)"
+	stacks_file=$(python3 "$SINK" count $files | imedian)
+	stacks_push=$(sink_col "$WORK/$name-push.sink" 3 "$PERIODS" | imedian)
+	stacks_both=$(sink_col "$WORK/$name-both.sink" 3 "$PERIODS" | imedian)
+	[ "$stacks_file" -ge $((${name%k} * 1000 / 2)) ] ||
+		bench_fail "$name: $stacks_file distinct stacks a period, under half of ${name%k},000 (stackgen had too little CPU?)"
+	fsize=$(stat -c %s $files | imedian)
+	files_both=$(ls "$D"/both-*.pb.gz | sed -n "2,$((PERIODS + 1))p")
+	fsize_both=$(stat -c %s $files_both | imedian)
+	sent_push=$(push_bytes "$D/push.err" "$PERIODS" | imedian)
+	sent_both=$(push_bytes "$D/both.err" "$PERIODS" | imedian)
+	echo "   ~$name distinct stacks a period (pprof samples: $stacks_file written, $stacks_push and $stacks_both pushed; stackgen paths: $([ "$paths" = 0 ] && echo all || echo "$paths"));"
+	echo "   $host"
+	printf '   %-26s %14s %14s %16s %16s\n' profiler "CPU ms/period" "peak RSS KiB" "file B/period" "pushed B/period"
+	for k in file push both; do
+		cpu_ms[$k]=$(for ((i = 2; i <= PERIODS + 1; i++)); do
+			echo $((${at[$k.$i]} - ${at[$k.$((i - 1))]}))
+		done | median | awk '{ printf "%.1f", $1 / 1e6 }')
+	done
+	printf '   %-26s %14s %14s %16s %16s\n' "-o FILE.pb.gz" "${cpu_ms[file]}" "${hwm[file]}" "$fsize" -
+	printf '   %-26s %14s %14s %16s %16s\n' "--push" "${cpu_ms[push]}" "${hwm[push]}" - "$sent_push"
+	printf '   %-26s %14s %14s %16s %16s\n' "-o FILE.pb.gz --push" "${cpu_ms[both]}" "${hwm[both]}" "$fsize_both" "$sent_both"
+	echo "   push/file: CPU $(ratio "${cpu_ms[push]}" "${cpu_ms[file]}"), RSS $(ratio "${hwm[push]}" "${hwm[file]}"), bytes $(ratio "$sent_push" "$fsize");" \
+		"both/file: CPU $(ratio "${cpu_ms[both]}" "${cpu_ms[file]}"), RSS $(ratio "${hwm[both]}" "${hwm[file]}")"
+	for k in push both; do
+		read -r nreq nbytes <<<"$(final_pushed "$D/$k.err")"
+		sreq=$(grep -c . "$WORK/$name-$k.sink")
+		sbytes=$(awk '{ s += $1 } END { printf "%d", s }' "$WORK/$name-$k.sink")
+		[ "${nreq:-0}" -gt 0 ] || bench_fail "$name ($k): perfmapctl pushed nothing: $(tail -2 "$D/$k.err")"
+		echo "   $k: perfmapctl says it pushed $nreq requests, $nbytes bytes; the sink took $sreq, $sbytes bytes$([ "$nbytes" = "$sbytes" ] && [ "$nreq" = "$sreq" ] || echo ' (NOT THE SAME)')"
+	done
+done
+
+echo "== always on: perfmapd and perfmapctl profile -a --every ${ALWAYS_EVERY}s --push at the continuous default"
+echo "   rate (20 Hz), under one JIT after another on each of $NCPU CPUs (splitjit --rounds $WORKLOAD, a perf map each);"
+echo "   periods 2-$((ALWAYS_PERIODS + 1)) measured"
+start_sink always
+rm -f "$WORK/load.stop"
+mkdir -p "$WORK/run"
+# The agent as deployed but for retention (30 s, not 10 min): maps of exited JITs are archived within the window.
+start_agent "$WORK/always-agent.log" --map-dir "$M" --archive-dir "$WORK/always-archive" --run-dir "$WORK/run" \
+	--retention 30 || bench_fail "perfmapd did not start"
+for ((p = 0; p < NCPU; p++)); do
+	(
+		n=0
+		until [ -e "$WORK/load.stop" ]; do
+			"$SPLIT" --dir "$M" --rounds "$WORKLOAD" >/dev/null || exit 1
+			n=$((n + 1))
+		done
+		[ "$n" -gt 0 ]
+	) &
+	BG+=($!)
+done
+"$CTL" profile -a --every "${ALWAYS_EVERY}s" --push "$SINK_URL" --map-dir "$M" --run-dir "$WORK/run" \
+	2>"$WORK/always.err" &
+PROFILER=$!
+wait_for 10 eval '[ "$(ls -l /proc/$PROFILER/fd 2>/dev/null | grep -c "perf_event")" -ge "$NCPU" ]' ||
+	bench_fail "perfmapctl profile -a did not start sampling within 10 s: $(tail -3 "$WORK/always.err")"
+deadline=$(($(now_ns) + ((ALWAYS_PERIODS + 1) * ALWAYS_EVERY + 30) * 1000000000))
+t0=
+kmem=0
+while :; do
+	kill -0 "$PROFILER" 2>/dev/null || bench_fail "perfmapctl profile -a exited: $(tail -3 "$WORK/always.err")"
+	kill -0 "$AGENT_PID" 2>/dev/null || bench_fail "perfmapd exited: $(tail -3 "$WORK/always-agent.log")"
+	n=$(marks "$WORK/always.err" push)
+	if [ -z "$t0" ] && [ "$n" -ge 1 ]; then
+		t0=$(now_ns)
+		f0=$(forks)
+		start_cpu=$(cpu_ns "$PROFILER")
+		a_cpu0=$(cpu_ns "$AGENT_PID")
+		a_bpf0=$(bpf_ns_of "$AGENT_PID")
+		p_cpu0=$start_cpu
+		p_bpf0=$(bpf_ns_of "$PROFILER")
+	fi
+	if [ -n "$t0" ] && [ "$n" -ge $((ALWAYS_PERIODS + 1)) ]; then
+		t1=$(now_ns)
+		f1=$(forks)
+		la=$(loadavg)
+		a_cpu1=$(cpu_ns "$AGENT_PID")
+		a_bpf1=$(bpf_ns_of "$AGENT_PID")
+		p_cpu1=$(cpu_ns "$PROFILER")
+		p_bpf1=$(bpf_ns_of "$PROFILER")
+		p_hwm=$(hwm_kib "$PROFILER")
+		a_hwm=$(hwm_kib "$AGENT_PID")
+		break
+	fi
+	k=$(memlock_of "$PROFILER")
+	[ "$k" -gt "$kmem" ] && kmem=$k
+	[ "$(now_ns)" -lt "$deadline" ] ||
+		bench_fail "perfmapctl profile -a did not finish $((ALWAYS_PERIODS + 1)) periods of ${ALWAYS_EVERY}s in time"
+	sleep 0.5
+done
+# The load ran throughout: every loop is still running, then each ends well.
+for p in "${BG[@]}"; do
+	kill -0 "$p" 2>/dev/null || bench_fail "a JIT loop of the load ended before the periods measured did"
+done
+kill -INT "$PROFILER"
+wait "$PROFILER" || bench_fail "perfmapctl profile -a exited with status $?: $(tail -3 "$WORK/always.err")"
+PROFILER=
+touch "$WORK/load.stop"
+for p in "${BG[@]}"; do
+	wait "$p" || bench_fail "a JIT loop of the load failed (a splitjit exited with an error, or none ran)"
+done
+BG=()
+stop_agent || bench_fail "perfmapd did not stop well: $(tail -3 "$WORK/always-agent.log")"
+n=$(period_samples "$WORK/always.err" "$ALWAYS_PERIODS" | awk 'NR == 1 || $1 < m { m = $1 } END { print m + 0 }')
+[ "$n" -ge $((20 * NCPU * ALWAYS_EVERY / 4)) ] ||
+	bench_fail "a period of $n samples, under a quarter of 20 Hz's $((20 * NCPU * ALWAYS_EVERY)) on $NCPU CPUs"
+read -r nreq nbytes <<<"$(final_pushed "$WORK/always.err")"
+[ "${nreq:-0}" -gt 0 ] || bench_fail "perfmapctl pushed nothing: $(tail -2 "$WORK/always.err")"
+stacks=$(sink_col "$WORK/always.sink" 3 "$ALWAYS_PERIODS" | awk '$1 > m { m = $1 } END { print m + 0 }')
+series=$(sink_col "$WORK/always.sink" 2 "$ALWAYS_PERIODS" | mean)
+sent=$(sink_col "$WORK/always.sink" 1 "$ALWAYS_PERIODS" | mean)
+# The processes it came to know in the window (each named anew): what its CPU grows with.
+procs=$(sed -n 's/.* processes followed now, \([0-9]*\) since the start.*/\1/p' "$WORK/always.err" |
+	sed -n "1p;$((ALWAYS_PERIODS + 1))p" | awk 'NR == 1 { a = $1 } END { print $1 - a }')
+[ "$kmem" -gt 0 ] || bench_fail "the kernel memory of perfmapctl's BPF maps was never read while it sampled"
+awk -v w="$((t1 - t0))" -v n="$NCPU" -v ac="$((a_cpu1 - a_cpu0))" -v ab="$((a_bpf1 - a_bpf0))" \
+	-v pc="$((p_cpu1 - p_cpu0))" -v pb="$((p_bpf1 - p_bpf0))" -v first="$start_cpu" -v f="$((f1 - f0))" 'BEGIN {
+	h = w * n / 100
+	printf "   over %.0f s: perfmapd %.1f ms CPU + %.1f ms BPF (%.3f %%), perfmapctl %.1f ms CPU + %.1f ms BPF (%.3f %%)\n",
+		w / 1e9, ac / 1e6, ab / 1e6, (ac + ab) / h, pc / 1e6, pb / 1e6, (pc + pb) / h
+	t = (ac + ab + pc + pb) / h
+	printf "   together: %.3f %% of the host (%d CPUs): %s against 0.5 %%\n", t, n, t < 0.5 ? "PASS" : "FAIL"
+	# Both follow every process: their cost grows with the host'"'"'s forks, which others make here.
+	if (f)
+		printf "   all of it per fork on the host (%d forks): perfmapd %.1f us, perfmapctl %.1f us\n", f,
+			(ac + ab) / f / 1e3, (pc + pb) / f / 1e3
+	printf "   (perfmapctl'"'"'s first period, its start and the naming'"'"'s warm-up, not in it: %.1f ms CPU)\n", first / 1e6
+}'
+echo "   the host meanwhile: load average $la, $(awk -v f="$((f1 - f0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f", f * 1e9 / t }') forks/s (the JITs' and others'); perfmapctl came to follow $procs processes more"
+printf '   memory: perfmapctl peak RSS %d KiB, its BPF maps %d KiB (memlock, largest seen), for up to %d distinct stacks a period\n' \
+	"$p_hwm" "$((kmem / 1024))" "$stacks"
+printf '   (pprof samples, %d series a period, %d bytes pushed a period); perfmapd peak RSS %d KiB\n' "$series" "$sent" "$a_hwm"
+echo "   pushed: perfmapctl says $nreq requests, $nbytes bytes; the sink took $(grep -c . "$WORK/always.sink"), $(awk '{ s += $1 } END { printf "%d", s }' "$WORK/always.sink") bytes"

@@ -71,6 +71,9 @@ void prof_series_set_free(struct prof_series_set *set);
  * one of the reserved __name__; the value non-empty, at most 1024 bytes.
  */
 int prof_label_parse(const char *kv, struct prof_label *out);
+#define PROF_LABEL_VALUE_MAX 1024
+/* @v as a label's value the servers take (valid UTF-8, no control character, bounded); malloc'd, NULL without memory. */
+char *prof_label_value(const char *v);
 bool prof_label_name_ok(const char *name);
 
 #endif /* PERFMAPD_PROFILE_SERIES_H */

@@ -69,6 +69,29 @@ static void test_workloads_from_cgroups(void **state)
 	assert_non_null(w.service);
 }
 
+/* A local user names its executable and cgroup: what reaches a server is valid UTF-8, bounded. */
+static void test_label_values_a_server_takes(void **state)
+{
+	char longer[3000], *v;
+
+	(void)state;
+	v = prof_label_value("caf\xc3\xa9 \xe2\x82\xac");
+	assert_string_equal(v, "caf\xc3\xa9 \xe2\x82\xac");
+	free(v);
+	/* A lone continuation byte, an overlong '/', a surrogate, a cut sequence, control characters. */
+	v = prof_label_value("a\x80" "b\xc0\xaf" "c\xed\xa0\x80" "d\xe2\x82\n" "e\x1b");
+	assert_string_equal(v, "a_b__c___d___e_");
+	free(v);
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	longer[PROF_LABEL_VALUE_MAX - 1] = '\xc3';
+	longer[PROF_LABEL_VALUE_MAX] = '\xa9';
+	v = prof_label_value(longer);
+	/* Cut at the bound, never inside a character. */
+	assert_int_equal(strlen(v), PROF_LABEL_VALUE_MAX - 1);
+	free(v);
+}
+
 static void test_label_rules(void **state)
 {
 	static const char *const bad[] = { "x", "=v", "1a=v", "a-b=v", "__name__=x", "__x=y", "a=",
@@ -327,6 +350,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_workloads_from_cgroups),
 		cmocka_unit_test(test_label_rules),
+		cmocka_unit_test(test_label_values_a_server_takes),
 		cmocka_unit_test(test_series_by_workload),
 		cmocka_unit_test(test_pyroscope_push_request),
 		cmocka_unit_test(test_parca_write_raw_framed),

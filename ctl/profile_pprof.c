@@ -116,13 +116,65 @@ struct builder {
 } while (0)
 
 /* A string's index in the string table; the index owns the copy the table points at. */
+/* Bytes of one valid UTF-8 sequence at @s (no overlong form, no surrogate), 0 if none. */
+size_t prof_utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[0] == 0xe0 && s[1] < 0xa0) ||
+		    (s[0] == 0xed && s[1] >= 0xa0))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
+		    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/*
+ * @s with each byte that is no valid UTF-8 as the text \xNN, in a buffer of
+ * its own; NULL when @s is valid as it is (or without memory). A path or a
+ * JIT name is any local user's to choose, and Pyroscope refuses a whole
+ * push whose profile holds one string that is not UTF-8.
+ */
+static char *utf8_escaped(const char *s)
+{
+	size_t n = strlen(s), o = 0, k, i;
+	char *out;
+
+	for (i = 0; i < n && (k = prof_utf8_len((const unsigned char *)s + i)); i += k)
+		;
+	if (i >= n || !(out = malloc(4 * n + 1)))
+		return NULL;
+	for (i = 0; i < n; i += k) {
+		k = prof_utf8_len((const unsigned char *)s + i);
+		if (k) {
+			memcpy(out + o, s + i, k);
+			o += k;
+			continue;
+		}
+		o += (size_t)sprintf(out + o, "\\x%02x", (unsigned char)s[i]);
+		k = 1;
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static int64_t str_id(struct builder *b, const char *s)
 {
-	char *stored = NULL;
+	char *stored = NULL, *esc = s ? utf8_escaped(s) : NULL;
 	bool fresh;
 	uint64_t id;
 
-	id = index_get_stored(&b->strings, s ? s : "", b->p.n_string_table, &fresh, &stored);
+	id = index_get_stored(&b->strings, esc ? esc : s ? s : "", b->p.n_string_table, &fresh, &stored);
+	free(esc);
 	if (!fresh)
 		return (int64_t)id;
 	GROW(b->p.string_table, b->p.n_string_table);

@@ -2,6 +2,7 @@
 #ifndef PERFMAPD_PROFILE_PPROF_H
 #define PERFMAPD_PROFILE_PPROF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "profile_report.h"
@@ -13,6 +14,8 @@ struct prof_pprof_info {
 	bool fresh;                /* a new file: -EEXIST if @path is taken (never written over) */
 };
 
+/* Bytes of the valid UTF-8 sequence at @s (no overlong form, no surrogate), 0 if none. */
+size_t prof_utf8_len(const unsigned char *s);
 /* Does @path ask for pprof (it ends in .pb.gz)? */
 bool prof_pprof_wanted(const char *path);
 /* The @n samples as a gzipped pprof Profile in *@out (*@out_len bytes; the caller frees it); 0 or -errno. */

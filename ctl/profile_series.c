@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile_pprof.h"
 #include "profile_series.h"
 
 /* Kubernetes' pod uid in a cgroup path: "pod<uid>" (cgroupfs) or "-pod<uid_with_underscores>.slice" (systemd). */
@@ -168,28 +169,6 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(((const struct prof_label *)a)->name, ((const struct prof_label *)b)->name);
 }
 
-/* Bytes of one valid UTF-8 sequence at @s (no overlong form, no surrogate), 0 if none. */
-static size_t utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[0] == 0xe0 && s[1] < 0xa0) ||
-		    (s[0] == 0xed && s[1] >= 0xa0))
-			return 0;
-		return 3;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80 ||
-		    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 /*
  * A label's value as the servers take it: valid UTF-8 without control
  * characters, at most PROF_LABEL_VALUE_MAX bytes. An executable's or a
@@ -204,7 +183,7 @@ char *prof_label_value(const char *v)
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < n && o < PROF_LABEL_VALUE_MAX;) {
-		k = utf8_len((const unsigned char *)v + i);
+		k = prof_utf8_len((const unsigned char *)v + i);
 		if (!k || (k == 1 && ((unsigned char)v[i] < 0x20 || v[i] == 0x7f))) {
 			out[o++] = '_';
 			i++;

@@ -407,6 +407,37 @@ test_credentials() {
 	receiver_stop
 }
 
+# A local user (uid 65534) names its executable with bytes that are no
+# UTF-8, a newline, the ingest key's ',={}' and a terminal escape: its
+# series and profile still go through each protocol (a server refuses a
+# whole push over one string that is not UTF-8), and nothing raw is printed.
+test_hostile_names() {
+	local proto exe
+	receiver_start || { fail "hostile_names: the receiver did not start"; return; }
+	MAPS=$(mktemp -d "$WORK/maps.XXXXXX")
+	chmod 1777 "$MAPS"
+	exe=$WORK/$(printf 'evil\xff\xfe\nname{a=b,c}\x1b[31m')
+	cp "$SPLIT" "$exe"
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$exe" --dir "$MAPS" --run-ms 30000 \
+		>"$WORK/hostile.out" 2>&1 &
+	PIDS+=($!)
+	A=$!
+	wait_for 10 grep -qs '^pid ' "$WORK/hostile.out" || { fail "hostile_names: the workload did not start"; return; }
+	for proto in pyroscope pyroscope-ingest parca; do
+		push "hostile-$proto" -p "$A" -d 3 --every 1s --map-dir "$MAPS" --push "http://127.0.0.1:$HP" \
+			--push-protocol "$proto"
+		check "hostile_names: $proto: nothing rejected, every sample pushed ($(py 'final("pushed_samples")') of $(py 'final("taken")'); $(grep -m1 'not retried' "$ERR" | cut -c1-160))" \
+			is_true 'final("rejected") == 0 and final("pushed_samples") == final("taken") - final("lost") > 0'
+		check "hostile_names: $proto: no raw escape or invalid byte in perfmapctl's output" \
+			eval "! LC_ALL=C grep -q \$'[\\x1b\\xff]' '$ERR'"
+	done
+	summary
+	check "hostile_names: the receiver kept them, named from the JIT's map ($(py 'sorted(set(svc(r) for r in R))'))" \
+		is_true "len(R) > 0 and not S.get('refused') and all('split_hot' in r['functions'] for r in R)"
+	kill_all "$A"
+	receiver_stop
+}
+
 # A sanitized perfmapctl (make push-test-asan) writes any report to $SAN_LOG.<pid>: each fails the scenario.
 scenario_done() {
 	receiver_stop

@@ -334,6 +334,46 @@ static void test_ingest_a_request_per_series(void **state)
 	free_reqs(reqs, n);
 }
 
+/* A JIT name and a path of a local user's choosing, not UTF-8: the profile's strings are, escaped. */
+static void test_profile_strings_are_utf8(void **state)
+{
+	static const struct prof_frame evil = { .name = "jit\xff\xfe" "fn", .module = "/var/tmp/e\xc0\xaf\nx",
+						.state = 'J' };
+	static const struct prof_sample one = { .frames = &evil, .n = 1, .count = 3 };
+	struct prof_pprof_info info = { .interval_ns = 50000000 };
+	Perftools__Profiles__Profile *p;
+	uint8_t out[65536], *gz;
+	z_stream z = { 0 };
+	bool name = false, path = false;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(prof_pprof_encode(&one, 1, &info, &gz, &len), 0);
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	z.next_in = gz;
+	z.avail_in = (uInt)len;
+	z.next_out = out;
+	z.avail_out = sizeof(out);
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	p = perftools__profiles__profile__unpack(NULL, z.total_out, out);
+	inflateEnd(&z);
+	assert_non_null(p);
+	for (size_t i = 0; i < p->n_string_table; i++) {
+		const char *t = p->string_table[i];
+
+		for (size_t k, o = 0; t[o]; o += k) {
+			k = prof_utf8_len((const unsigned char *)t + o);
+			assert_true(k > 0);
+		}
+		name |= !strcmp(t, "jit\\xff\\xfefn");
+		path |= !strcmp(t, "/var/tmp/e\\xc0\\xaf\nx");
+	}
+	assert_true(name);
+	assert_true(path);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(gz);
+}
+
 static void test_protocol_names(void **state)
 {
 	enum prof_push_protocol p;
@@ -355,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_pyroscope_push_request),
 		cmocka_unit_test(test_parca_write_raw_framed),
 		cmocka_unit_test(test_ingest_a_request_per_series),
+		cmocka_unit_test(test_profile_strings_are_utf8),
 		cmocka_unit_test(test_protocol_names),
 	};
 

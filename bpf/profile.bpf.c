@@ -5,7 +5,9 @@
  * in a hash map whose key holds the stacks. Nothing is sent per sample:
  * user space reads the counts when the profile ends. Forks of profiled processes are followed, and
  * their forks, execs and exits are sent so that their mappings are read
- * while they exist.
+ * while they exist. The whole host (-a) forks too often for that: there a
+ * process is told of at its first sample (and its image's), and its exit
+ * only if it was, so that others' churn costs user space nothing.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -36,9 +38,20 @@ struct {
  * carries its process's number, so that the old image's samples are named
  * with the old image's mappings.
  */
-struct image {
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct profile_image);
+} images SEC(".maps");
+
+/*
+ * -a: the process image user space was last told of, at its first sample.
+ * An entry evicted is told of again, which user space takes as a no-op.
+ */
+struct told {
 	__u64 start_ns;
-	__u32 n;
+	__u32 image;
 	__u32 pad;
 };
 
@@ -46,8 +59,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1 << 16);
 	__type(key, __u32);
-	__type(value, struct image);
-} images SEC(".maps");
+	__type(value, struct told);
+} told SEC(".maps");
 
 /* The key being made, per CPU: two kilobytes do not fit the program's stack. */
 struct {
@@ -111,6 +124,44 @@ static __always_inline void count(void *counts, struct profile_key *key)
 	}
 }
 
+static __always_inline bool send(__u32 type, struct task_struct *task, __u32 ppid, __u32 image)
+{
+	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&lost_events, 1);
+		return false;
+	}
+	e->type = type;
+	e->tgid = BPF_CORE_READ(task, tgid);
+	e->ppid = ppid;
+	e->image = image;
+	e->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	e->at_ns = bpf_ktime_get_boot_ns();
+	bpf_ringbuf_submit(e, 0);
+	return true;
+}
+
+/*
+ * -a: the first sample of a process image not told of yet says so, with
+ * its parent (a child forked after the start names its code with the
+ * parent's mappings until read). Told is marked only once sent: a sample
+ * after a full ring buffer tries again.
+ */
+static __always_inline void tell_sampled(struct task_struct *task, const struct profile_key *key)
+{
+	struct told *t = bpf_map_lookup_elem(&told, &key->tgid), now = {};
+
+	if (t && t->start_ns == key->start_ns && t->image == key->image)
+		return;
+	if (!send(PROFILE_EV_SAMPLED, task, BPF_CORE_READ(task, group_leader, real_parent, tgid),
+		  key->image))
+		return;
+	now.start_ns = key->start_ns;
+	now.image = key->image;
+	bpf_map_update_elem(&told, &key->tgid, &now, BPF_ANY);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -118,7 +169,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct profile_key *key;
 	__u32 zero = 0, tgid = id >> 32;
-	struct image *im;
+	struct profile_image *im;
 	long len;
 
 	/* The idle task is no process; the rest only when asked for. */
@@ -145,25 +196,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		count(&counts1, key);
 	else
 		count(&counts0, key);
+	if (all_tasks)
+		tell_sampled(task, key);
 	/* 0: the perf event writes no sample record of its own. */
 	return 0;
-}
-
-static __always_inline void send(__u32 type, struct task_struct *task, __u32 ppid, __u32 image)
-{
-	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-
-	if (!e) {
-		__sync_fetch_and_add(&lost_events, 1);
-		return;
-	}
-	e->type = type;
-	e->tgid = BPF_CORE_READ(task, tgid);
-	e->ppid = ppid;
-	e->image = image;
-	e->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	e->at_ns = bpf_ktime_get_boot_ns();
-	bpf_ringbuf_submit(e, 0);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -172,15 +208,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	__u8 one = 1;
 
-	/* A new thread is no new process. */
-	if (child->pid != ctgid || !targeted(ptgid))
+	/* A new thread is no new process; -a tells of a child at its first sample. */
+	if (all_tasks || !follow_forks || child->pid != ctgid || !targeted(ptgid))
 		return 0;
-	if (!all_tasks) {
-		if (!follow_forks)
-			return 0;
-		if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY))
-			__sync_fetch_and_add(&lost_targets, 1);
-	}
+	if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY))
+		__sync_fetch_and_add(&lost_targets, 1);
 	send(PROFILE_EV_FORK, child, ptgid, 0);
 	return 0;
 }
@@ -189,7 +221,7 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid;
-	struct image *im, next = {};
+	struct profile_image *im, next = {};
 
 	if (!targeted(tgid))
 		return 0;
@@ -197,7 +229,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	im = bpf_map_lookup_elem(&images, &tgid);
 	next.n = im && im->start_ns == next.start_ns ? im->n + 1 : 1;
 	bpf_map_update_elem(&images, &tgid, &next, BPF_ANY);
-	send(PROFILE_EV_EXEC, p, 0, next.n);
+	/* -a: the new image is told of at its first sample. */
+	if (!all_tasks)
+		send(PROFILE_EV_EXEC, p, 0, next.n);
 	return 0;
 }
 
@@ -205,14 +239,23 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
+	struct told *t;
 
 	/* The last thread: the process ends. */
 	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
 		return 0;
+	bpf_map_delete_elem(&images, &tgid);
+	if (all_tasks) {
+		/* Only a process user space was told of has anything to read at its exit. */
+		t = bpf_map_lookup_elem(&told, &tgid);
+		if (!t || t->start_ns != BPF_CORE_READ(p, group_leader, start_boottime))
+			return 0;
+		bpf_map_delete_elem(&told, &tgid);
+		send(PROFILE_EV_EXIT, p, 0, 0);
+		return 0;
+	}
 	send(PROFILE_EV_EXIT, p, 0, 0);
 	/* Its pid may go to another process, maybe another user's: not profiled for it. */
-	if (!all_tasks)
-		bpf_map_delete_elem(&targets, &tgid);
-	bpf_map_delete_elem(&images, &tgid);
+	bpf_map_delete_elem(&targets, &tgid);
 	return 0;
 }

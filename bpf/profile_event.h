@@ -24,10 +24,18 @@ struct profile_key {
 	__u64 uips[PROFILE_DEPTH];
 };
 
+/* The images map's value: execs of a process (its start with it: a pid reused is another). */
+struct profile_image {
+	__u64 start_ns;
+	__u32 n;
+	__u32 pad;
+};
+
 enum profile_event_type {
 	PROFILE_EV_FORK = 1,
 	PROFILE_EV_EXEC = 2,
 	PROFILE_EV_EXIT = 3,
+	PROFILE_EV_SAMPLED = 4,    /* -a: a process image's first sample (@ppid its parent) */
 };
 
 /* A process event about a profiled process: user space reads its mappings while they are there. */

@@ -88,6 +88,8 @@ PROF_HIDDEN int perfmap_prof__psnaps_forget(struct psnaps *t, pid_t pid, uint64_
 PROF_HIDDEN void perfmap_prof__psnap_set_parent(struct psnap *child, struct psnap *parent);
 /* (Re)read @s's executable mappings from /proc; -ESRCH when it is gone or another process. */
 PROF_HIDDEN int perfmap_prof__psnap_read(struct psnap *s);
+/* Forget what was read of @s's mappings: none of its own known (its parent's name it, if any). */
+PROF_HIDDEN void perfmap_prof__psnap_unread(struct psnap *s);
 /* The caller's own mount namespace (its inode), to tell whose paths a process's names carry. */
 PROF_HIDDEN uint64_t perfmap_prof__psnap_own_mnt_ns(void);
 PROF_HIDDEN const struct psnap_vma *perfmap_prof__psnap_find_vma(const struct psnap *s,

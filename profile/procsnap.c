@@ -362,6 +362,12 @@ int perfmap_prof__psnap_read(struct psnap *s)
 	return err;
 }
 
+void perfmap_prof__psnap_unread(struct psnap *s)
+{
+	vmas_clear(s);
+	s->read = false;
+}
+
 const struct psnap_vma *perfmap_prof__psnap_find_vma(const struct psnap *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->n, mid;

@@ -3,7 +3,9 @@
  * profile.bpf.c's on_sample(), which counts stacks in the kernel. Process
  * events (fork, exec, exit of profiled processes) come over a ring buffer:
  * their mappings are read at once and again while they load libraries and
- * make JIT code, so that a process gone by the report is still named. At a
+ * make JIT code, so that a process gone by the report is still named. The
+ * whole host (-a) churns too fast to read every process: there a process
+ * image is read at its first sample, and only those sampled are followed. At a
  * flush the samples turn to the other of two count maps, and the first is
  * read, handed to the callback, and cleared.
  */
@@ -63,17 +65,24 @@ struct perfmap_profile {
 	struct profile_key *key, *next;   /* two keys of a counts map, for walking it */
 	uint32_t period;           /* which counts map the samples go to now (profile.bpf.c) */
 	uint64_t discover_ns;      /* CLOCK_MONOTONIC: next look for processes sampled, unknown */
+	uint64_t discover_lost;    /* process events lost by the last look: a look only if more */
+	uint64_t start_boot_ns;    /* CLOCK_BOOTTIME at the start: a process started later forked then */
 	uint64_t flushes;
 	uint64_t seen;             /* processes tracked since the start, those forgotten too */
 	struct agent_hold *hold;   /* perfmapd's hold socket; NULL: none */
 };
 
-static uint64_t mono_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* "i<ms>": the interval; any other letter is an error naming it. */
@@ -181,6 +190,96 @@ static void mark_gone(struct perfmap_profile *p, struct tracked *t)
 	t->gone_turn = p->period;
 }
 
+/*
+ * The image (@pid, @start_ticks) runs now, as on_exec() counted its execs:
+ * 0 for none since the start; -1 when the kernel keeps no count for it (it
+ * exited, or the LRU map let it go).
+ */
+static int64_t image_now(const struct perfmap_profile *p, pid_t pid, uint64_t start_ticks)
+{
+	struct profile_image im;
+	__u32 key = (__u32)pid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.images), &key, &im))
+		return errno == ENOENT ? 0 : -1;
+	return perfmap_prof__ticks_of_ns(im.start_ns) == start_ticks ? im.n : 0;
+}
+
+/*
+ * Read @t's mappings as those of its image @t->image, while that image is
+ * the one running: an exec the events have not told of yet must not lend
+ * the next image's mappings to this one's samples. -ESRCH: it is gone;
+ * -ESTALE: that image is over (nothing read, what was read kept), or an
+ * exec came during the read (what was read is dropped: no wrong name).
+ */
+static int read_image(struct perfmap_profile *p, struct tracked *t, pid_t ppid)
+{
+	int err;
+
+	if (image_now(p, t->pid, t->start_ticks) != t->image)
+		return -ESTALE;
+	err = perfmap_prof__symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, ppid);
+	if (err || image_now(p, t->pid, t->start_ticks) == t->image)
+		return err;
+	perfmap_prof__symbolizer_unread(p->sym, t->pid, t->start_ticks, t->image);
+	return -ESTALE;
+}
+
+/*
+ * A child forked after the start, sampled, and gone before it could be
+ * read: its code is named with its parent's mappings, read now if they
+ * were not, when the parent is the same image (no exec since the start,
+ * so none since the fork) and no later process at its pid.
+ */
+static void read_parent(struct perfmap_profile *p, pid_t child, uint64_t child_ticks, pid_t ppid)
+{
+	struct perfmap_proc_stat st;
+	struct tracked *t;
+
+	if (perfmap__proc_stat_read(ppid, &st) || st.start_ticks > child_ticks ||
+	    image_now(p, ppid, st.start_ticks) != 0)
+		return;
+	t = track(p, ppid, st.start_ticks);
+	if (!t)
+		return;
+	if (!t->next_ns) {
+		if (read_image(p, t, 0) == -ESRCH) {
+			mark_gone(p, t);
+			return;
+		}
+		t->next_ns = mono_ns() + REREAD_EVERY_NS;
+		t->every_ns = REREAD_EVERY_NS;
+	}
+	perfmap_prof__symbolizer_forked(p->sym, child, child_ticks, ppid);
+}
+
+/* -a: a process image sampled for the first time, read while it runs, and followed from now. */
+static void sampled(struct perfmap_profile *p, const struct profile_event *e, uint64_t ticks)
+{
+	struct tracked *t = tracked_find(p, (pid_t)e->tgid, ticks);
+	pid_t ppid = 0;
+	int err;
+
+	/* Told again (the kernel's told map let it go), or an image before the one read: nothing new. */
+	if (t && (t->gone || e->image < t->image || (e->image == t->image && t->next_ns)))
+		return;
+	if (!t && !(t = track(p, (pid_t)e->tgid, ticks)))
+		return;
+	t->image = e->image;
+	/* Forked after the start, no exec since: its parent's mappings are its own until it is read. */
+	if (!e->image && e->start_ns >= p->start_boot_ns)
+		ppid = (pid_t)e->ppid;
+	err = read_image(p, t, ppid);
+	if (err == -ESRCH) {
+		if (ppid)
+			read_parent(p, t->pid, ticks, ppid);
+		mark_gone(p, t);
+	}
+	/* Sampled: it has run a while, its libraries are likely in. */
+	t->next_ns = mono_ns() + REREAD_EVERY_NS;
+	t->every_ns = REREAD_EVERY_NS;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct profile_event *e = data;
@@ -191,13 +290,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e))
 		return 0;
 	ticks = perfmap_prof__ticks_of_ns(e->start_ns);
-	/*
-	 * A child shares its parent's mappings: read now, before it can exec.
-	 * The whole host forks too often for that: a child is read once its
-	 * samples are seen (discover()), its parent's mappings naming it until.
-	 */
-	if (e->type == PROFILE_EV_FORK && p->all) {
-		perfmap_prof__symbolizer_forked(p->sym, (pid_t)e->tgid, ticks, (pid_t)e->ppid);
+	if (e->type == PROFILE_EV_SAMPLED) {
+		sampled(p, e, ticks);
 		return 0;
 	}
 	t = track(p, (pid_t)e->tgid, ticks);
@@ -205,14 +299,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	switch (e->type) {
 	case PROFILE_EV_FORK:
-		perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, 0, (pid_t)e->ppid);
+		read_image(p, t, (pid_t)e->ppid);
 		t->next_ns = mono_ns() + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
 		break;
 	case PROFILE_EV_EXEC:
 		/* The new image's own mappings; the old image's stay for its samples. */
 		t->image = e->image;
-		perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, e->image, 0);
+		read_image(p, t, 0);
 		/* The loader maps its libraries after the exec: read again soon. */
 		t->next_ns = mono_ns() + REREAD_FIRST_NS;
 		t->every_ns = REREAD_FIRST_NS;
@@ -241,7 +335,7 @@ static void reread(struct perfmap_profile *p)
 
 		if (t->gone || !t->next_ns || now < t->next_ns)
 			continue;
-		err = perfmap_prof__symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0);
+		err = read_image(p, t, 0);
 		if (err == -ESRCH) {
 			mark_gone(p, t);
 			continue;
@@ -367,6 +461,7 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	err = profile_bpf__load(p->skel);
 	if (err)
 		goto stop_profile;
+	p->start_boot_ns = clock_ns(CLOCK_BOOTTIME);
 	err = add_targets(p, opts->pids, opts->all ? 0 : opts->npids);
 	if (err)
 		goto stop_profile;
@@ -395,25 +490,28 @@ int perfmap_profile_fd(const struct perfmap_profile *p)
 	return p && p->rb ? ring_buffer__epoll_fd(p->rb) : -EINVAL;
 }
 
-/*
- * Processes in the counts that nothing told of: with -a, every process
- * that ran before the start. Read while they are there, and kept up.
- */
 /* The counts map of @period's parity. */
 static int counts_fd(const struct perfmap_profile *p, uint32_t period)
 {
 	return bpf_map__fd(period & 1 ? p->skel->maps.counts1 : p->skel->maps.counts0);
 }
 
+/* Processes in the counts that nothing told of (their event lost): read while they are there, and kept up. */
 static void discover(struct perfmap_profile *p)
 {
 	int cfd = counts_fd(p, p->period);
 	struct profile_key *key = p->key, *next = p->next, *prev = NULL, *tmp;
-	uint64_t now = mono_ns(), ticks;
+	uint64_t now = mono_ns(), ticks, lost = p->skel->bss->lost_events;
 	struct tracked *t;
 
-	if (now < p->discover_ns)
+	/*
+	 * Every process sampled was told of (-a: at its first sample; else at
+	 * its fork or by the caller) unless the ring buffer lost that: only
+	 * then is the counts map walked, each key 1.6 KiB hashed at each step.
+	 */
+	if (now < p->discover_ns || lost == p->discover_lost)
 		return;
+	p->discover_lost = lost;
 	p->discover_ns = now + DISCOVER_EVERY_NS;
 	while (!bpf_map_get_next_key(cfd, prev, next)) {
 		tmp = key;
@@ -427,7 +525,7 @@ static void discover(struct perfmap_profile *p)
 		if (!t)
 			return;
 		t->image = key->image;
-		if (perfmap_prof__symbolizer_read(p->sym, t->pid, ticks, key->image, 0) == -ESRCH)
+		if (read_image(p, t, 0) == -ESRCH)
 			mark_gone(p, t);
 		t->next_ns = now + REREAD_EVERY_NS;
 		t->every_ns = REREAD_EVERY_NS;
@@ -514,7 +612,7 @@ static int hand_out(struct perfmap_profile *p, int cfd, bool clear)
 		if (!t || t->gone || t->final_read == p->flushes + 1 || key->image != t->image)
 			continue;
 		t->final_read = p->flushes + 1;
-		err = perfmap_prof__symbolizer_read(p->sym, t->pid, t->start_ticks, t->image, 0);
+		err = read_image(p, t, 0);
 		if (err == -ESRCH)
 			mark_gone(p, t);
 	}

@@ -155,6 +155,15 @@ void perfmap_prof__symbolizer_exited(struct perfmap_symbolizer *s, pid_t pid, ui
 			perfmap_prof__jdump_update(ps->dump[k], 0, 0, &s->map_bytes, MAPS_MAX_BYTES);
 }
 
+void perfmap_prof__symbolizer_unread(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
+				     uint32_t image)
+{
+	struct psnap *ps = perfmap_prof__psnaps_find(&s->procs, pid, start_ticks, image);
+
+	if (ps)
+		perfmap_prof__psnap_unread(ps);
+}
+
 int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid, uint64_t start_ticks,
 				    pid_t ppid)
 {

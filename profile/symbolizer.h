@@ -42,7 +42,13 @@ PROF_HIDDEN int perfmap_prof__symbolizer_keep_map(struct perfmap_symbolizer *s, 
  */
 PROF_HIDDEN void perfmap_prof__symbolizer_exited(struct perfmap_symbolizer *s, pid_t pid,
 						 uint64_t start_ticks);
-/* A fork seen, its child not read (-a: its parent's mappings name it until it is sampled). */
+/*
+ * (@pid, @start_ticks)'s image @image read during an exec: what was read may
+ * be the next image's, and is dropped (its forked parent's, if any, name it).
+ */
+PROF_HIDDEN void perfmap_prof__symbolizer_unread(struct perfmap_symbolizer *s, pid_t pid,
+						 uint64_t start_ticks, uint32_t image);
+/* A fork seen, its child not read: its parent's mappings name it until it is. */
 PROF_HIDDEN int perfmap_prof__symbolizer_forked(struct perfmap_symbolizer *s, pid_t pid,
 						uint64_t start_ticks, pid_t ppid);
 /*

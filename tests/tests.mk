@@ -350,7 +350,7 @@ profile-test: all $(AGENT_TEST_BINS) $(PROFILE_TEST_BINS) $(O)/tests/jitprod
 	@bash tests/profile/run.sh $(O) $(PROFILE_TESTS)
 
 # The library's paths again, under ASan+UBSan (build/asan-agent's perfmapctl); a report fails them.
-PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child every_forgets pprof demangle errors
+PROFILE_TESTS_ASAN ?= split letters fork_child archived_child held_child every_forgets all_churn pprof demangle errors
 profile-test-asan: $(ASAN_AGENT_BINS)
 	@bash tests/profile/run.sh $(ASAN_AGENT) $(PROFILE_TESTS_ASAN)
 

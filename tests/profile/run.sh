@@ -618,6 +618,45 @@ test_all() {
 	wait "$pid"
 }
 
+# The whole host as the DaemonSet profiles it (--every, 20 Hz) while a shell forks and execs
+# as fast as it can: a process is followed (read, held) only once it is sampled, so the
+# processes followed are bounded by the samples, not by the host's churn; the JIT started
+# after the profile (its exec told of by its first sample) is named.
+test_all_churn() {
+	local m out=$WORK/allchurn prof pid f0 f1 churned followed took
+	m=$(new_maps)
+	mkdir -p "$out"
+	"$CTL" profile -a --every 1s -d 5 -j G -o "$out/p.folded" --map-dir "$m" 2>"$out.err" &
+	prof=$!
+	PIDS+=("$prof")
+	if ! wait_for 10 eval '[ "$(ls -l /proc/$prof/fd 2>/dev/null | grep -c perf_event)" -ge 1 ]'; then
+		fail "all_churn: perfmapctl profile -a did not start sampling within 10 s: $(tail -3 "$out.err")"
+		return
+	fi
+	"$SPLIT" --dir "$m" --run-ms 3000 >/dev/null &
+	pid=$!
+	PIDS+=("$pid")
+	f0=$(awk '/^processes / { print $2 }' /proc/stat)
+	while kill -0 "$prof" 2>/dev/null; do /bin/true; done
+	f1=$(awk '/^processes / { print $2 }' /proc/stat)
+	wait "$prof"
+	RC=$?
+	wait "$pid"
+	churned=$((f1 - f0))
+	followed=$(awk '/processes followed now/ { n = $(NF - 3) } END { print n + 0 }' "$out.err")
+	took=$(awk '/samples in .* the kernel took/ { for (i = 1; i < NF; i++) if ($i == "took") print $(i + 1) }' "$out.err")
+	check "all_churn: -a --every exits 0" test "$RC" = 0
+	check "all_churn: the JIT started after the profile is named ($(cat "$out"/p-*.folded | grep -c split_hot) stacks)" \
+		eval 'cat "$out"/p-*.folded | grep -q "split_hot "'
+	check "all_churn: the host forked $churned processes meanwhile (at least 200, for the next checks to mean something)" \
+		test "$churned" -ge 200
+	check "all_churn: processes followed ($followed) are under half of those forked ($churned)" \
+		test "$((2 * followed))" -lt "$churned"
+	check "all_churn: ...and at most the samples the kernel took (${took:-none}), a sampled child's parent each besides" \
+		test -n "$took" -a "$followed" -le "$((2 * ${took:-0}))"
+	[ "$RC" = 0 ] || sed 's/^/    /' "$out.err" | tail -5
+}
+
 # Real runtimes, their maps in a private /tmp (a mount namespace with $m bound
 # there): Node's --perf-basic-prof names its optimized code "JS:*f file:line",
 # whose file l gives; its --perf-prof (a jitdump in its working directory, no

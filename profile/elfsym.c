@@ -5,7 +5,8 @@
  * segments turn it into the address its symbols and lines are at, which a
  * profile store takes with the file's build id. C++ and Rust symbols are
  * demangled here, once per symbol and address, as perf does as it reads
- * a file's symbols.
+ * a file's symbols. A file's symbols are indexed at its first lookup
+ * (symindex.c): libdwfl's own lookup scans them all each time.
  */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "symindex.h"
 
 struct elfmod {
 	struct elfmod *next;
@@ -33,6 +35,8 @@ struct elfmod {
 	Elf *elf;
 	const char *build_id;      /* its GNU build id in hex (interned), read at its first lookup */
 	bool build_id_read;
+	struct symindex *index;    /* its symbols by address, made at its first lookup; NULL: libdwfl's scan */
+	bool index_tried;
 };
 
 /* A build id longer than this (SHA-1's 20 bytes are the usual, 16 for MD5 or UUIDs) is not said. */
@@ -242,13 +246,18 @@ static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, str
 		m->build_id = build_id_of(e, m);
 		m->build_id_read = true;
 	}
+	if (!m->index_tried) {
+		m->index_tried = true;
+		m->index = perfmap_prof__symindex_build(m->mod);
+	}
 	out->build_id = m->build_id;
 	if (vaddr_of(m->elf, file_off, &vaddr))
 		return -ENOENT;
 	out->vaddr = vaddr;
 	out->has_vaddr = true;
 	a = vaddr + m->bias;
-	name = dwfl_module_addrinfo(m->mod, a, &sym_off, &sym, NULL, NULL, NULL);
+	if (!m->index || !perfmap_prof__symindex_lookup(m->index, m->mod, a, &name, &sym_off, &sym))
+		name = dwfl_module_addrinfo(m->mod, a, &sym_off, &sym, NULL, NULL, NULL);
 	if (name) {
 		out->off = sym_off;
 		out->name = e->intern(e->intern_ctx, name);
@@ -324,6 +333,7 @@ void perfmap_prof__elfsyms_free(struct elfsyms *e)
 			next = m->next;
 			if (m->dwfl)
 				dwfl_end(m->dwfl);
+			perfmap_prof__symindex_free(m->index);
 			free(m->path);
 			free(m);
 		}

@@ -2,7 +2,7 @@
 
 UNIT_TESTS := writer copy reader compact check safe_open replace runpaths \
 	mapwatch policy retention archive copier log nsroot creds subids procmaps correlate metrics config \
-	profile_report procstat strtab report jitdump push demangle pprof symbolizer
+	profile_report procstat strtab report jitdump push demangle pprof symbolizer symindex
 UNIT_BINS := $(UNIT_TESTS:%=$(O)/tests/test_%)
 ASAN_BINS := $(UNIT_TESTS:%=$(O)/asan/test_%)
 TESTUTIL := tests/unit/testutil.c tests/unit/testutil.h
@@ -43,6 +43,8 @@ TEST_AGENT_push := ctl/profile_series.c ctl/profile_push_encode.c ctl/profile_pp
 # libperfmap-profile's demangler (libiberty), and pprof's names, build ids and addresses.
 TEST_AGENT_demangle := profile/demangle.c
 TEST_AGENT_pprof := ctl/profile_pprof.c $(PROTO_C)
+# The symbol index against libdwfl's own lookup, on real files.
+TEST_AGENT_symindex := profile/symindex.c
 # The symbolizer on the test's own process: the library but its BPF sampler.
 TEST_AGENT_symbolizer := $(filter-out profile/sampler.c,$(PROF_SRCS))
 # The other tests link no extra sources; defined, so that their rules' $(TEST_AGENT_$*) is.

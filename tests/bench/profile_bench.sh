@@ -20,7 +20,8 @@
 #     pushing to a local sink (push_sink.py, standing for Pyroscope), one both;
 #     each one's CPU time and peak RSS, the bytes written and sent.
 #  5. Always on: perfmapd and perfmapctl profile -a --every 60s --push at the
-#     continuous default rate (20 Hz) under JITs on every CPU: their CPU and
+#     continuous default rate (20 Hz) under JITs on every CPU and a build's
+#     process churn (a loop per CPU running sh -c "cc -c splitjit.c"): their CPU and
 #     their BPF programs' as a share of the host (goal: under 0.5 %, said PASS
 #     or FAIL, not the exit status: a shared VM's noise is no test), the
 #     profiler's RSS and its maps' memory for the distinct stacks seen.
@@ -325,6 +326,8 @@ EVERY=${PROFILE_BENCH_EVERY:-10}                  # part 4's period, in s
 PERIODS=${PROFILE_BENCH_PERIODS:-4}               # periods measured, after the first (the naming's warm-up)
 ALWAYS_EVERY=${PROFILE_BENCH_ALWAYS_EVERY:-60}    # part 5's: the DaemonSet's
 ALWAYS_PERIODS=${PROFILE_BENCH_ALWAYS_PERIODS:-2}
+# Part 5's stand-in for others' builds: a compile, then this pause, in a loop per CPU ("off": none).
+CHURN_PAUSE=${PROFILE_BENCH_CHURN_PAUSE:-0.02}
 [ -r "$SINK" ] || bench_fail "$SINK is missing"
 
 # start_sink NAME: push_sink.py on a port of its own, its URL in SINK_URL; a line per request in $WORK/NAME.sink.
@@ -480,7 +483,8 @@ for c in 1k:150 10k:0; do
 done
 
 echo "== always on: perfmapd and perfmapctl profile -a --every ${ALWAYS_EVERY}s --push at the continuous default"
-echo "   rate (20 Hz), under one JIT after another on each of $NCPU CPUs (splitjit --rounds $WORKLOAD, a perf map each);"
+echo "   rate (20 Hz), under one JIT after another on each of $NCPU CPUs (splitjit --rounds $WORKLOAD, a perf map each)"
+echo "   and, standing for others' builds, a loop per CPU of sh -c \"cc -O2 -c splitjit.c\" then a ${CHURN_PAUSE} s pause;"
 echo "   periods 2-$((ALWAYS_PERIODS + 1)) measured"
 start_sink always
 rm -f "$WORK/load.stop"
@@ -496,6 +500,17 @@ for ((p = 0; p < NCPU; p++)); do
 			n=$((n + 1))
 		done
 		[ "$n" -gt 0 ]
+	) &
+	BG+=($!)
+	[ "$CHURN_PAUSE" = off ] && continue
+	(
+		exec 3<> <(:)   # read -t on it: a pause that forks nothing
+		until [ -e "$WORK/load.stop" ]; do
+			sh -c 'exec "$1" -O2 -c "$2" -o "$3"' _ "${CC:-cc}" "$HERE/../profile/splitjit.c" "$WORK/churn$p.o" ||
+				exit 1
+			read -rt "$CHURN_PAUSE" -u 3
+		done
+		exit 0
 	) &
 	BG+=($!)
 done
@@ -540,14 +555,14 @@ while :; do
 done
 # The load ran throughout: every loop is still running, then each ends well.
 for p in "${BG[@]}"; do
-	kill -0 "$p" 2>/dev/null || bench_fail "a JIT loop of the load ended before the periods measured did"
+	kill -0 "$p" 2>/dev/null || bench_fail "a loop of the load (a JIT's or a compile's) ended before the periods measured did"
 done
 kill -INT "$PROFILER"
 wait "$PROFILER" || bench_fail "perfmapctl profile -a exited with status $?: $(tail -3 "$WORK/always.err")"
 PROFILER=
 touch "$WORK/load.stop"
 for p in "${BG[@]}"; do
-	wait "$p" || bench_fail "a JIT loop of the load failed (a splitjit exited with an error, or none ran)"
+	wait "$p" || bench_fail "a loop of the load failed (a splitjit or a cc exited with an error, or no splitjit ran)"
 done
 BG=()
 stop_agent || bench_fail "perfmapd did not stop well: $(tail -3 "$WORK/always-agent.log")"

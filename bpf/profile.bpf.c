@@ -124,7 +124,8 @@ static __always_inline void count(void *counts, struct profile_key *key)
 	}
 }
 
-static __always_inline bool send(__u32 type, struct task_struct *task, __u32 ppid, __u32 image)
+static __always_inline bool send(__u32 type, struct task_struct *task, __u32 ppid, __u32 image,
+				 __u64 flags)
 {
 	struct profile_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -138,7 +139,7 @@ static __always_inline bool send(__u32 type, struct task_struct *task, __u32 ppi
 	e->image = image;
 	e->start_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	e->at_ns = bpf_ktime_get_boot_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, flags);
 	return true;
 }
 
@@ -155,7 +156,7 @@ static __always_inline void tell_sampled(struct task_struct *task, const struct 
 	if (t && t->start_ns == key->start_ns && t->image == key->image)
 		return;
 	if (!send(PROFILE_EV_SAMPLED, task, BPF_CORE_READ(task, group_leader, real_parent, tgid),
-		  key->image))
+		  key->image, 0))
 		return;
 	now.start_ns = key->start_ns;
 	now.image = key->image;
@@ -213,7 +214,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY))
 		__sync_fetch_and_add(&lost_targets, 1);
-	send(PROFILE_EV_FORK, child, ptgid, 0);
+	send(PROFILE_EV_FORK, child, ptgid, 0, 0);
 	return 0;
 }
 
@@ -231,7 +232,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	bpf_map_update_elem(&images, &tgid, &next, BPF_ANY);
 	/* -a: the new image is told of at its first sample. */
 	if (!all_tasks)
-		send(PROFILE_EV_EXEC, p, 0, next.n);
+		send(PROFILE_EV_EXEC, p, 0, next.n, 0);
 	return 0;
 }
 
@@ -244,17 +245,24 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* The last thread: the process ends. */
 	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
 		return 0;
-	bpf_map_delete_elem(&images, &tgid);
+	/* A lookup takes no lock, a delete does: most processes never exec'd since the start. */
+	if (bpf_map_lookup_elem(&images, &tgid))
+		bpf_map_delete_elem(&images, &tgid);
 	if (all_tasks) {
 		/* Only a process user space was told of has anything to read at its exit. */
 		t = bpf_map_lookup_elem(&told, &tgid);
 		if (!t || t->start_ns != BPF_CORE_READ(p, group_leader, start_boottime))
 			return 0;
 		bpf_map_delete_elem(&told, &tgid);
-		send(PROFILE_EV_EXIT, p, 0, 0);
+		/*
+		 * No wakeup: its map is kept at its path for the retention, and
+		 * user space reads the ring at least every poll; a wakeup is an
+		 * interrupt to this CPU, a VM's exit to its host.
+		 */
+		send(PROFILE_EV_EXIT, p, 0, 0, BPF_RB_NO_WAKEUP);
 		return 0;
 	}
-	send(PROFILE_EV_EXIT, p, 0, 0);
+	send(PROFILE_EV_EXIT, p, 0, 0, 0);
 	/* Its pid may go to another process, maybe another user's: not profiled for it. */
 	bpf_map_delete_elem(&targets, &tgid);
 	return 0;

@@ -455,6 +455,9 @@ struct perfmap_profile *perfmap_profile_start(const struct perfmap_profile_opts 
 	}
 	max = opts->max_stacks ? opts->max_stacks : STACKS_DEFAULT;
 	p->skel->rodata->all_tasks = opts->all;
+	/* -a: a child is told of at its first sample, so the fork program would only return; not loaded. */
+	if (opts->all)
+		bpf_program__set_autoload(p->skel->progs.on_fork, false);
 	p->skel->rodata->kernel_stacks = !opts->no_kernel;
 	bpf_map__set_max_entries(p->skel->maps.counts0, max);
 	bpf_map__set_max_entries(p->skel->maps.counts1, max);
@@ -539,6 +542,9 @@ int perfmap_profile_poll(struct perfmap_profile *p, int timeout_ms)
 	if (!p || !p->rb)
 		return -EINVAL;
 	n = ring_buffer__poll(p->rb, timeout_ms);
+	/* Events sent with no wakeup (-a's exits) are read at each poll, woken or not. */
+	if (n >= 0)
+		ring_buffer__consume(p->rb);
 	reread(p);
 	discover(p);
 	if (perfmap_prof__agent_hold_retry(p->hold))

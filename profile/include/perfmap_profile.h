@@ -188,7 +188,12 @@ struct perfmap_profile;
 PERFMAP_PROFILE_API struct perfmap_profile *
 perfmap_profile_start(const struct perfmap_profile_opts *opts, const char *mode,
 		      perfmap_profile_cb cb, void *data);
-/* An fd that becomes readable when perfmap_profile_poll() has process events to handle. */
+/*
+ * An fd that becomes readable when perfmap_profile_poll() has process events
+ * to handle. With opts->all, exits wake nobody (an interrupt each, for a
+ * kernel event that can wait): call perfmap_profile_poll() at least every
+ * 100 ms or so, readable or not, as perfmapctl does every 50 ms.
+ */
 PERFMAP_PROFILE_API int perfmap_profile_fd(const struct perfmap_profile *p);
 /*
  * Handle the forks, execs and exits of profiled processes (their mappings

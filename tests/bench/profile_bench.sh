@@ -585,7 +585,7 @@ awk -v w="$((t1 - t0))" -v n="$NCPU" -v ac="$((a_cpu1 - a_cpu0))" -v ab="$((a_bp
 		w / 1e9, ac / 1e6, ab / 1e6, (ac + ab) / h, pc / 1e6, pb / 1e6, (pc + pb) / h
 	t = (ac + ab + pc + pb) / h
 	printf "   together: %.3f %% of the host (%d CPUs): %s against 0.5 %%\n", t, n, t < 0.5 ? "PASS" : "FAIL"
-	# Both follow every process: their cost grows with the host'"'"'s forks, which others make here.
+	# perfmapd follows every process, perfmapctl -a those it samples: per fork, for scale.
 	if (f)
 		printf "   all of it per fork on the host (%d forks): perfmapd %.1f us, perfmapctl %.1f us\n", f,
 			(ac + ab) / f / 1e3, (pc + pb) / f / 1e3

@@ -484,7 +484,11 @@ done
 
 echo "== always on: perfmapd and perfmapctl profile -a --every ${ALWAYS_EVERY}s --push at the continuous default"
 echo "   rate (20 Hz), under one JIT after another on each of $NCPU CPUs (splitjit --rounds $WORKLOAD, a perf map each)"
-echo "   and, standing for others' builds, a loop per CPU of sh -c \"cc -O2 -c splitjit.c\" then a ${CHURN_PAUSE} s pause;"
+if [ "$CHURN_PAUSE" = off ]; then
+	echo "   and no build churn of its own (PROFILE_BENCH_CHURN_PAUSE=off);"
+else
+	echo "   and, standing for others' builds, a loop per CPU of sh -c \"cc -O2 -c splitjit.c\" then a ${CHURN_PAUSE} s pause;"
+fi
 echo "   periods 2-$((ALWAYS_PERIODS + 1)) measured"
 start_sink always
 rm -f "$WORK/load.stop"

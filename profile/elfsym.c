@@ -43,6 +43,12 @@ struct elfmod {
 #define BUILD_ID_MAX 64
 
 #define MODULES_MAX 4096   /* files read at most: each holds a descriptor and its ELF mapped */
+/*
+ * Symbols indexed in all files together (symindex.c, some 72 bytes each
+ * while built): a local user's executable can hold millions. Past it a
+ * file's lookups are libdwfl's scan, slower, in no more memory.
+ */
+#define INDEX_SYMS_MAX (1 << 20)
 
 /*
  * What a (module, file offset) was named: libdwfl's symbol lookup scans the
@@ -62,6 +68,7 @@ struct named {
 struct elfsyms {
 	struct elfmod *mods[256];
 	size_t nmods;
+	size_t indexed_syms;       /* of the indexes made, at most INDEX_SYMS_MAX */
 	struct named *cache;       /* CACHE_SLOTS, made at the first lookup */
 	elfsyms_intern_fn intern;
 	void *intern_ctx;
@@ -247,8 +254,13 @@ static int lookup_in(struct elfsyms *e, struct elfmod *m, uint64_t file_off, str
 		m->build_id_read = true;
 	}
 	if (!m->index_tried) {
+		int nsyms = dwfl_module_getsymtab(m->mod);
+
 		m->index_tried = true;
-		m->index = perfmap_prof__symindex_build(m->mod);
+		if (nsyms > 0 && e->indexed_syms + (size_t)nsyms <= INDEX_SYMS_MAX) {
+			m->index = perfmap_prof__symindex_build(m->mod);
+			e->indexed_syms += m->index ? (size_t)nsyms : 0;
+		}
 	}
 	out->build_id = m->build_id;
 	if (vaddr_of(m->elf, file_off, &vaddr))

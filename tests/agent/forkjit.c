@@ -10,7 +10,7 @@
  *           [--startup-ms MS] [--fork-delay-ms MS] [--gap-ms MS] [--hold-ms MS] [--print-pids]
  *           [--report] [--serial] [--stop-first] [--check-own] [--child-append]
  *           [--sparse-mb N] [--latencies] [--child-hold-ms MS] [--uninherited]
- *           [--exec CMD ARGS...]
+ *           [--child-stop] [--exec CMD ARGS...]
  *
  * --stop-first stops the process (SIGSTOP) before anything else, so that a
  * test can let the agent act first; --check-own verifies at the end that the
@@ -21,6 +21,9 @@
  * wait for a map, which holds NULs). --latencies prints each child's
  * fork-to-map latency with --report ("lat_us N"), for a caller's percentiles.
  * --child-hold-ms keeps each child alive that long, asleep (no CPU).
+ * --child-stop stops each child (SIGSTOP) once it has reported, until the
+ * test continues it: a test that looks at the children after they found
+ * their maps holds them for as long as it looks, not for a guessed time.
  * --uninherited names three more regions after the others that the children
  * do not inherit (freed, MADV_DONTFORK, a shared memfd): a child's map must
  * hold the others only.
@@ -58,7 +61,7 @@ struct opts {
 	unsigned long entries, children, run_ms, wait_ms, startup_ms, fork_delay_ms, hold_ms;
 	unsigned long sparse_mb, child_hold_ms;
 	enum { WRITES_NONE, WRITES_OWN, WRITES_COPY } child_writes;
-	int print_pids, report, serial, stop_first, check_own, child_append, latencies;
+	int print_pids, report, serial, stop_first, check_own, child_append, latencies, child_stop;
 	int uninherited;
 	char **exec_argv;
 	unsigned long gap_ms;
@@ -275,6 +278,8 @@ static void child(const struct opts *o, unsigned char *code, const char *map, si
 		_exit(2);
 	if (o->run_ms)
 		run_code(code, o->entries, o->run_ms);
+	if (o->child_stop)
+		raise(SIGSTOP);
 	sleep_ms(o->child_hold_ms);
 	_exit(r.ok ? 0 : 1);
 }
@@ -326,6 +331,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "child-hold-ms", required_argument, NULL, 'K' },
 		{ "exec", no_argument, NULL, 'x' },
 		{ "uninherited", no_argument, NULL, 'U' },
+		{ "child-stop", no_argument, NULL, 'Z' },
 		{ 0 },
 	};
 	int opt;
@@ -353,6 +359,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'C': o->check_own = 1; break;
 		case 'A': o->child_append = 1; break;
 		case 'U': o->uninherited = 1; break;
+		case 'Z': o->child_stop = 1; break;
 		case 'W':
 			if (!strcmp(optarg, "own"))
 				o->child_writes = WRITES_OWN;

@@ -925,17 +925,30 @@ user_bins() {
 	cp "$FORKJIT" "$PIDAT" "$WORK/bin/" && chmod 755 "$WORK/bin/forkjit" "$WORK/bin/pidat"
 }
 
+# The children of PID, one line each: host pid, NSpid, state, seconds alive.
+children_of() {
+	local c
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		echo "$c NSpid '$(nspid_of "$c")' $(awk '$1 == "State:" { print $2 }' "/proc/$c/status" 2>/dev/null)" \
+			"$(ps -o etimes= -p "$c" 2>/dev/null)s"
+	done
+}
 # copies_in_ns LABEL NAME OUT FJ UID: forkjit FJ (host pid) runs with
-# --children 3 --print-pids --report --child-hold-ms 10000 --prefix NAME, 20
-# entries: each child's copy in the namespace is owned by UID on the host,
-# its mirror in $d holds the 20, and each child found its copy there.
+# --children 3 --print-pids --report --child-stop --prefix NAME, 20 entries:
+# each child's copy in the namespace is owned by UID on the host, its mirror in
+# $d holds the 20, and each child found its copy there. The children stop
+# once they found their maps (or gave up), and are continued here once looked at.
 copies_in_ns() {
 	local label=$1 name=$2 out=$3 fj=$4 uid=$5 c hp n=0 ok=0 owned=0 hps=()
 	wait_for 10 eval '[ "$(grep -c "^child " "$out")" = 3 ]'
-	# Their host pids first, while they hold; then their copies, through the JIT's root
-	# (it waits for them), and their mirrors.
+	# Their host pids first; then their copies, through the JIT's root (it waits
+	# for them), and their mirrors.
 	for c in $(awk '$1 == "child" { print $2 }' "$out"); do
-		hp=$(child_with_nspid "$fj" "$c") || say "    $label: no child at namespace pid $c under $fj"
+		hp=
+		find_pid hp 5 child_with_nspid "$fj" "$c" || {
+			say "    $label: no child at namespace pid $c under $fj; its children:"
+			children_of "$fj" | sed 's/^/      /'
+		}
 		hps+=("$c:${hp:-none}")
 	done
 	for c in "${hps[@]}"; do
@@ -949,6 +962,9 @@ copies_in_ns() {
 	check "$label: the copies in the namespace are uid $uid's, as the children's own would be ($owned of $n)" \
 		test "$owned" = 3 -a "$n" = 3
 	check "$label: each child's mirror holds the 20 ($ok of $n)" test "$ok" = 3
+	wait_for 15 eval '[ "$(children_of "$fj" | grep -c " T ")" = 3 ]' ||
+		{ say "    $label: not all 3 children stopped after their look; its children:"; children_of "$fj" | sed 's/^/      /'; }
+	kill -CONT $(cat /proc/"$fj"/task/*/children 2>/dev/null) 2>/dev/null
 	check "$label: its 3 children each found the parent's entries in their own map in the namespace" \
 		wait_for 30 grep -q "^complete 3/3" "$out" ||
 		{ sed 's/^/    /' "$out"; grep -E 'copy|mirror|refus' "$AGENT_LOG" | sed 's/^/    agent: /' | tail -n 20; }
@@ -967,7 +983,7 @@ test_unshare_userns_copy() {
 	user_bins
 	agent_on userns unshare_userns_copy --ns-map-dir "$NSD" --retention 30 || return
 	setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urpm --fork --mount-proc --kill-child \
-		sh -c 'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 20 --prefix userns --children 3 --wait-map-ms 15000 --child-hold-ms 10000 --print-pids --report' \
+		sh -c 'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec "$1" --dir "$0" --entries 20 --prefix userns --children 3 --wait-map-ms 15000 --child-stop --print-pids --report' \
 		"$NSD" "$WORK/bin/forkjit" >"$WORK/userns.out" 2>&1 &
 	u=$!
 	BG_PIDS+=("$u")
@@ -996,7 +1012,7 @@ test_unshare_userns_unmapped() {
 	mkfifo "$WORK/unmapped.go"
 	# The inner shell waits for its maps, written from here, before the JIT starts.
 	unshare --mount --propagation private sh -c \
-		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec unshare -U -p -m --fork --mount-proc --kill-child sh -c "read -r go <\"\$0\" && exec \"\$@\"" "$1" "$2" --dir "$0" --entries 20 --prefix unmapped --children 3 --child-hold-ms 10000 --print-pids' \
+		'mount -t tmpfs -o mode=1777,size=16m pmtmp "$0" && exec unshare -U -p -m --fork --mount-proc --kill-child sh -c "read -r go <\"\$0\" && exec \"\$@\"" "$1" "$2" --dir "$0" --entries 20 --prefix unmapped --children 3 --child-stop --print-pids' \
 		"$NSD" "$WORK/unmapped.go" "$FORKJIT" >"$WORK/unmapped.out" 2>&1 &
 	u=$!
 	BG_PIDS+=("$u")
@@ -1013,7 +1029,12 @@ test_unshare_userns_unmapped() {
 	check "unshare_userns_unmapped: and said so, with the uid and gid" \
 		grep -q "would get ids its user namespace does not map (uid 0, gid 0)" "$AGENT_LOG"
 	for c in $(awk '$1 == "child" { print $2 }' "$WORK/unmapped.out"); do
-		hps+=("$(child_with_nspid "$fj" "$c")")
+		hp=
+		find_pid hp 5 child_with_nspid "$fj" "$c" || {
+			say "    unshare_userns_unmapped: no child at namespace pid $c under $fj; its children:"
+			children_of "$fj" | sed 's/^/      /'
+		}
+		hps+=("$hp")
 	done
 	for hp in "${hps[@]}"; do
 		n=$((n + 1))
@@ -1023,6 +1044,7 @@ test_unshare_userns_unmapped() {
 		test "$ok" = 3 -a "$n" = 3
 	check "unshare_userns_unmapped: nothing was created in the namespace's directory but the JIT's own map" \
 		eval '[ "$(ls "/proc/$fj/root$NSD")" = perf-1.map ]'
+	kill -CONT $(cat /proc/"$fj"/task/*/children 2>/dev/null) 2>/dev/null
 	stop_agent || fail "unshare_userns_unmapped: perfmapd exited non-zero"
 }
 
@@ -1068,7 +1090,7 @@ test_podman_rootless() {
 	agent_on rootless podman_rootless --retention 30 || return
 	as_rootless podman --runtime runc --cgroup-manager cgroupfs --events-backend file run --rm \
 		--network none --rootfs "$r" /bin/forkjit --dir /tmp --entries 20 --prefix rootless --children 3 \
-		--wait-map-ms 15000 --child-hold-ms 10000 --print-pids --report >"$out" 2>&1 &
+		--wait-map-ms 15000 --child-stop --print-pids --report >"$out" 2>&1 &
 	u=$!
 	BG_PIDS+=("$u")
 	fj=

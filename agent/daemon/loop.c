@@ -52,7 +52,7 @@ static int loop_add(int epfd, int fd, uint32_t id)
 }
 
 enum { SRC_EVENTS, SRC_SIGNAL, SRC_TIMER, SRC_RETRY, SRC_INOTIFY, SRC_STATUS, SRC_COPIES,
-       SRC_MIRRORS, SRC_EXECMAP, SRC_HOLDS, SRC_ASKING };
+       SRC_MIRRORS, SRC_EXECMAP, SRC_ASKING };
 
 /*
  * The signals the loop reads from its signalfd. SIGIO announces a lease
@@ -103,7 +103,6 @@ static int loop_open(struct daemon *d, struct loop *l)
 	err = err ?: loop_add(l->epfd, instance__fd(d->inst), SRC_STATUS);
 	err = err ?: loop_add(l->epfd, instance__asking_fd(d->inst), SRC_ASKING);
 	err = err ?: loop_add(l->epfd, store__copy_fd(d->store), SRC_COPIES);
-	err = err ?: loop_add(l->epfd, holds__fd(d->holds), SRC_HOLDS);
 	if (d->mirrors)
 		err = err ?: loop_add(l->epfd, mirrors__fd(d->mirrors), SRC_MIRRORS);
 	if (d->execmap)
@@ -310,6 +309,7 @@ static void on_retry(struct daemon *d, struct loop *l)
 	l->retry_at = UINT64_MAX;
 	/* What happened meanwhile first: an exit or a new write changes what a retry may do. */
 	catch_up(d, l);
+	holds__tick(d->holds);
 	policy__tick(d->policy, clock_boot_ns());
 }
 
@@ -371,7 +371,6 @@ int daemon__run(struct daemon *d, uint64_t started_ns)
 			case SRC_COPIES: store__drain_copies(d->store, daemon__on_copy_done, d); break;
 			case SRC_MIRRORS: mirrors__on_inotify(d->mirrors, clock_boot_ns()); break;
 			case SRC_EXECMAP: read_exec_maps(d, &l); break;
-			case SRC_HOLDS: holds__on_ready(d->holds); break;
 			case SRC_ASKING:
 				instance__serve_asking(d->inst, clock_mono_ns(), answer_request, l.report);
 				break;

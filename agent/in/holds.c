@@ -136,11 +136,6 @@ void holds__attach(struct holds *h, struct policy *p)
 	h->policy = p;
 }
 
-int holds__fd(const struct holds *h)
-{
-	return h->epfd;
-}
-
 void holds__stats(const struct holds *h, struct holds_stats *st)
 {
 	*st = h->stats;
@@ -257,14 +252,12 @@ static bool on_data(struct holds *h, struct holder *c)
 
 void holds__tick(struct holds *h)
 {
+	struct epoll_event evs[HOLDERS_MAX + 1];
+	int n;
+
 	if (h->paused && !watch(h, h->sock_fd, HOLDERS_MAX))
 		h->paused = false;
-}
-
-void holds__on_ready(struct holds *h)
-{
-	struct epoll_event evs[HOLDERS_MAX + 1];
-	int n = epoll_wait(h->epfd, evs, HOLDERS_MAX + 1, 0);
+	n = epoll_wait(h->epfd, evs, HOLDERS_MAX + 1, 0);
 
 	for (int i = 0; i < n; i++) {
 		uint32_t slot = evs[i].data.u32;

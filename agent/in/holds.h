@@ -30,10 +30,13 @@ struct holds *holds__open(const char *path);
 void holds__attach(struct holds *h, struct policy *p);
 /* Close every connection, releasing its holds, and remove the socket. NULL is fine. */
 void holds__free(struct holds *h);
-/* One fd for the event loop: readable when a holder connects or asks. */
-int holds__fd(const struct holds *h);
-void holds__on_ready(struct holds *h);
-/* At the loop's tick: accept again after running out of fds. */
+/*
+ * At the loop's tick, and before each retry's decisions: accept again after
+ * running out of fds; take new holders, and what each asked since. The
+ * socket wakes no one: holds matter only when a retention ends, which is
+ * decided at those times, right after. A profiler sending its holds every
+ * 50 ms would otherwise wake the agent 20 times a second.
+ */
 void holds__tick(struct holds *h);
 void holds__stats(const struct holds *h, struct holds_stats *st);
 

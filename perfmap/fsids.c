@@ -52,3 +52,12 @@ uint64_t perfmap__ns_inode(pid_t pid, const char *ns)
 		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
 	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
 }
+
+uint64_t perfmap__ns_inode_at(int dirfd, const char *ns)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "ns/%s", ns);
+	return fstatat(dirfd, path, &st, 0) ? 0 : (uint64_t)st.st_ino;
+}

@@ -5,10 +5,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -313,4 +315,89 @@ void perfmap__vmas_release(struct perfmap_vmas *vs)
 	vs->n = vs->cap = 0;
 	vs->marker[0] = '\0';
 	vs->marker_ino = 0;
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h), declared here for
+ * older headers: one mapping a call, filtered by the kernel, so a reader
+ * that wants the executable mappings alone is not handed the text of all
+ * of them (for a compiler, four in five).
+ */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE 0x01
+#define PROCMAP_QUERY_VMA_WRITABLE 0x02
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#endif
+
+/* @in escaped as /proc/<pid>/maps shows a path (a newline as "\012") into @out: its length, or -1. */
+static long mangle_newlines(const char *in, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (o + (in[i] == '\n' ? 4 : 1) >= cap)
+			return -1;
+		if (in[i] == '\n') {
+			memcpy(out + o, "\\012", 4);
+			o += 4;
+		} else {
+			out[o++] = in[i];
+		}
+	}
+	out[o] = '\0';
+	return (long)o;
+}
+
+int perfmap__vma_query(int fd, uint64_t addr, bool exec_only, struct perfmap_vma *out,
+		       char *path, size_t path_cap, size_t *path_len)
+{
+	char name[PATH_MAX + 1];
+	struct procmap_query q = {
+		.size = sizeof(q),
+		.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA |
+			       (exec_only ? PROCMAP_QUERY_VMA_EXECUTABLE : 0),
+		.query_addr = addr,
+		.vma_name_size = sizeof(name),
+		.vma_name_addr = (uint64_t)(uintptr_t)name,
+	};
+	long n;
+
+	if (ioctl(fd, PROCMAP_QUERY, &q))
+		return -errno;
+	/* The size counts the NUL; 0 for a mapping with no name. */
+	n = q.vma_name_size ? mangle_newlines(name, q.vma_name_size - 1, path, path_cap)
+			    : mangle_newlines("", 0, path, path_cap);
+	if (n < 0)
+		return -ENAMETOOLONG;
+	*path_len = (size_t)n;
+	*out = (struct perfmap_vma){
+		.lo = q.vma_start, .hi = q.vma_end, .pgoff = q.vma_offset, .ino = q.inode,
+		.dev_major = q.dev_major, .dev_minor = q.dev_minor,
+		.prot = (q.vma_flags & PROCMAP_QUERY_VMA_READABLE ? PROT_READ : 0) |
+			(q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE ? PROT_WRITE : 0) |
+			(q.vma_flags & PROCMAP_QUERY_VMA_EXECUTABLE ? PROT_EXEC : 0),
+		.shared = q.vma_flags & PROCMAP_QUERY_VMA_SHARED,
+		.kind = classify(path, (size_t)n),
+	};
+	return out->lo < out->hi ? 0 : -EINVAL;
 }

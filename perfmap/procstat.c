@@ -68,13 +68,13 @@ int perfmap__proc_stat_parse(const char *buf, struct perfmap_proc_stat *out)
 	return 0;
 }
 
-static int read_path(const char *path, struct perfmap_proc_stat *out)
+static int read_path(int dirfd, const char *path, struct perfmap_proc_stat *out)
 {
 	char buf[STAT_MAX];
 	ssize_t n;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	/* One read: the kernel writes the whole line at once. */
@@ -95,11 +95,16 @@ int perfmap__proc_stat_read(pid_t pid, struct perfmap_proc_stat *out)
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	return read_path(path, out);
+	return read_path(AT_FDCWD, path, out);
+}
+
+int perfmap__proc_stat_read_at(int dirfd, struct perfmap_proc_stat *out)
+{
+	return read_path(dirfd, "stat", out);
 }
 
 int perfmap__proc_stat_read_self(struct perfmap_proc_stat *out)
 {
 	/* Not /proc/<getpid()>: a /proc of another pid namespace knows us by another pid. */
-	return read_path("/proc/self/stat", out);
+	return read_path(AT_FDCWD, "/proc/self/stat", out);
 }

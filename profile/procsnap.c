@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +78,43 @@ static void vmas_clear(struct psnap *s)
 	s->n = 0;
 }
 
+/* Room for one more mapping in @s: 0, or -ENOMEM. */
+static int vmas_reserve(struct psnap *s, size_t *cap)
+{
+	struct psnap_vma *nv;
+	size_t nc;
+
+	if (s->n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 32;
+	nv = realloc(s->v, nc * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	s->v = nv;
+	*cap = nc;
+	return 0;
+}
+
+/* One mapping into @s, its path copied (@plen bytes; none when 0). */
+static int vmas_push(struct psnap *s, size_t *cap, const struct perfmap_vma *v, const char *path,
+		     size_t plen)
+{
+	if (vmas_reserve(s, cap))
+		return -ENOMEM;
+	s->v[s->n] = (struct psnap_vma){ .lo = v->lo, .hi = v->hi, .pgoff = v->pgoff,
+					 .ino = v->ino, .dev_major = v->dev_major,
+					 .dev_minor = v->dev_minor, .kind = v->kind,
+					 .shared = v->shared };
+	if (plen && !(s->v[s->n].path = strndup(path, plen)))
+		return -ENOMEM;
+	s->n++;
+	return 0;
+}
+
 /* The executable lines of @buf into @s. */
 static int parse_maps(struct psnap *s, const char *buf, size_t len)
 {
 	const char *line = buf, *end = buf + len, *nl, *path;
-	struct psnap_vma *nv;
 	struct perfmap_vma v;
 	size_t plen, cap = 0;
 
@@ -92,36 +125,23 @@ static int parse_maps(struct psnap *s, const char *buf, size_t len)
 		if (perfmap__vma_parse_path(line, (size_t)(nl - line), &v, &path, &plen) ||
 		    !(v.prot & PROT_EXEC))
 			continue;
-		if (s->n == cap) {
-			cap = cap ? cap * 2 : 32;
-			nv = realloc(s->v, cap * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			s->v = nv;
-		}
-		s->v[s->n] = (struct psnap_vma){ .lo = v.lo, .hi = v.hi, .pgoff = v.pgoff,
-						 .ino = v.ino, .dev_major = v.dev_major,
-						 .dev_minor = v.dev_minor, .kind = v.kind,
-						 .shared = v.shared };
-		if (plen && !(s->v[s->n].path = strndup(path, plen)))
+		if (vmas_push(s, &cap, &v, path, plen))
 			return -ENOMEM;
-		s->n++;
 	}
 	return 0;
 }
 
 /*
- * The start of /proc/<pid>/@name into @buf, NUL-terminated: 0, -ESRCH when
- * the process is gone, or -errno.
+ * The start of @name in the process's /proc/<pid> directory, open at
+ * @dirfd, into @buf, NUL-terminated: 0, -ESRCH when the process is gone, or
+ * -errno.
  */
-static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
+static int read_proc(int dirfd, const char *name, char *buf, size_t len)
 {
-	char path[64];
 	ssize_t n;
 	int fd, err;
 
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	n = read(fd, buf, len - 1);
@@ -175,14 +195,14 @@ uint64_t perfmap_prof__psnap_own_mnt_ns(void)
 	return perfmap__ns_inode(0, "mnt");
 }
 
-static void read_creds(struct psnap *s)
+static void read_creds(struct psnap *s, int dirfd)
 {
 	unsigned int uids[4], gids[4];
 	char buf[16384], *p, *nl;
 	gid_t *groups;
 	long n;
 
-	if (read_proc(s->pid, "status", buf, sizeof(buf)))
+	if (read_proc(dirfd, "status", buf, sizeof(buf)))
 		return;
 	p = strstr(buf, "\nUid:");
 	n = p ? parse_ids(p + 5, uids, 4) : 0;
@@ -221,29 +241,31 @@ static void read_creds(struct psnap *s)
 	s->ngroups = (size_t)n;
 	s->fsuid = uids[3];
 	s->fsgid = gids[3];
-	s->mnt_ns = perfmap__ns_inode(s->pid, "mnt");
-	s->creds_known = s->mnt_ns != 0;
+	s->creds_known = true;
 }
 
-/* What read_creds() found, to tell whether an exec came between two reads. */
+/*
+ * What read_creds() found, to tell whether an exec came between two reads.
+ * Not the mount namespace, which no exec changes: it is read once, after.
+ */
 struct creds_seen {
 	bool known;
 	uid_t fsuid;
 	gid_t fsgid;
 	size_t ngroups;
-	uint64_t mnt_ns, groups_hash;
+	uint64_t groups_hash;
 };
 
 static bool same_creds(const struct creds_seen *a, const struct creds_seen *b)
 {
 	return a->known && b->known && a->fsuid == b->fsuid && a->fsgid == b->fsgid &&
-	       a->ngroups == b->ngroups && a->mnt_ns == b->mnt_ns && a->groups_hash == b->groups_hash;
+	       a->ngroups == b->ngroups && a->groups_hash == b->groups_hash;
 }
 
 static struct creds_seen creds_seen(const struct psnap *s)
 {
 	struct creds_seen c = { .known = s->creds_known, .fsuid = s->fsuid, .fsgid = s->fsgid,
-				.ngroups = s->ngroups, .mnt_ns = s->mnt_ns,
+				.ngroups = s->ngroups,
 				.groups_hash = 0xcbf29ce484222325ull };
 
 	for (size_t i = 0; c.known && i < s->ngroups; i++)
@@ -252,20 +274,22 @@ static struct creds_seen creds_seen(const struct psnap *s)
 }
 
 /* Its executable's path and its cgroup, for zones: read with its mappings, while it is there. */
-static void read_identity(struct psnap *s)
+static void read_identity(struct psnap *s, int dirfd)
 {
-	char path[64], buf[4096], *p, *nl;
+	char buf[4096], *p, *nl;
 	ssize_t n;
 
-	read_creds(s);
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
-	n = readlink(path, buf, sizeof(buf) - 1);
+	read_creds(s, dirfd);
+	s->mnt_ns = perfmap__ns_inode_at(dirfd, "mnt");
+	if (!s->mnt_ns)
+		s->creds_known = false;
+	n = readlinkat(dirfd, "exe", buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = '\0';
 		free(s->exe);
 		s->exe = strdup(buf);
 	}
-	if (read_proc(s->pid, "cgroup", buf, sizeof(buf)))
+	if (read_proc(dirfd, "cgroup", buf, sizeof(buf)))
 		return;
 	/* The unified hierarchy's line ("0::/path") where there is one, else the first line's path. */
 	p = !strncmp(buf, "0::", 3) ? buf : strstr(buf, "\n0::");
@@ -293,38 +317,19 @@ static void read_identity(struct psnap *s)
 	}
 }
 
-int perfmap_prof__psnap_read(struct psnap *s)
+/* Its executable mappings from the text of /proc/<pid>/maps, open at @fd. */
+static int text_maps(struct psnap *s, int fd)
 {
-	struct creds_seen before, after;
-	struct perfmap_proc_stat st;
 	size_t len = 0, cap = 1 << 16;
-	char path[64], *buf, *nb;
-	int fd, err;
+	char *buf, *nb;
 	ssize_t n;
+	int err;
 
-	err = perfmap__proc_stat_read(s->pid, &st);
-	if (err)
-		return err;
-	if (s->start_ticks && st.start_ticks != s->start_ticks)
-		return -ESRCH;  /* another process holds the pid now */
-	s->start_ticks = st.start_ticks;
-	s->ppid = st.ppid;
-	/*
-	 * Its credentials before its mappings, and again after (read_identity()):
-	 * an exec between the two (a setuid binary's) must not lend the new
-	 * image's credentials to the old image's names.
-	 */
-	read_creds(s);
-	before = creds_seen(s);
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
 	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return -ENOMEM;
-	}
 	for (;;) {
 		if (len == cap) {
 			if (cap >= MAPS_MAX_BYTES)
@@ -340,25 +345,122 @@ int perfmap_prof__psnap_read(struct psnap *s)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
-	vmas_clear(s);
 	err = parse_maps(s, buf, len);
 	free(buf);
-	/* Read after it exited (a zombie has no mappings), or another process by now: not its own. */
-	if (!err && (!s->n || perfmap__proc_stat_read(s->pid, &st) ||
-		     st.start_ticks != s->start_ticks)) {
+	return err;
+}
+
+/*
+ * PROCMAP_QUERY was refused once (a kernel before 6.11): the text from then
+ * on. Racing threads may both learn it, which is harmless.
+ */
+static bool no_query;
+
+/*
+ * Its executable mappings, asked of the kernel one by one: it skips the
+ * others (most of a process's) and prints none of their paths. The gate
+ * area the text lists last ([vsyscall]) is not among them; its addresses
+ * are the kernel's half, named from the kernel's symbols either way. 0;
+ * -EAGAIN for "read the text" (no query here, or a path too long for it);
+ * -ESRCH, -ENOMEM or -errno.
+ */
+static int query_maps(struct psnap *s, int fd)
+{
+	char path[PATH_MAX * 4 + 1];
+	struct perfmap_vma v;
+	uint64_t addr = 0;
+	size_t cap = 0, plen;
+	int err;
+
+	if (no_query)
+		return -EAGAIN;
+	for (;;) {
+		if (s->n >= PERFMAP_VMAS_MAX)
+			return 0;  /* as the text read's bound: the rest unread */
+		err = perfmap__vma_query(fd, addr, true, &v, path, sizeof(path), &plen);
+		if (err == -ENOENT)
+			return 0;
+		if (err == -ENOTTY || err == -EINVAL) {
+			no_query = true;
+			return -EAGAIN;
+		}
+		if (err == -ENAMETOOLONG)
+			return -EAGAIN;
+		if (err)
+			return err;
+		err = vmas_push(s, &cap, &v, path, plen);
+		if (err)
+			return err;
+		addr = v.hi;
+	}
+}
+
+static int read_maps(struct psnap *s, int dirfd)
+{
+	int fd, err;
+
+	fd = openat(dirfd, "maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	vmas_clear(s);
+	err = query_maps(s, fd);
+	if (err == -EAGAIN) {
 		vmas_clear(s);
-		return -ESRCH;
+		err = text_maps(s, fd);
 	}
-	if (!err) {
-		s->read = true;
-		/* Its own mappings now: the parent's are no longer its. */
-		perfmap_prof__psnap_set_parent(s, NULL);
-		read_identity(s);
-		after = creds_seen(s);
-		if (!same_creds(&before, &after))
-			s->creds_known = false;
+	close(fd);
+	return err;
+}
+
+int perfmap_prof__psnap_read(struct psnap *s)
+{
+	struct creds_seen before, after;
+	struct perfmap_proc_stat st;
+	char path[32];
+	int dirfd, err;
+
+	/*
+	 * Everything through its /proc directory: one path walk, and a
+	 * directory opened while it lives names it alone. Once it is gone, and
+	 * its pid taken by another, every read through it fails.
+	 */
+	snprintf(path, sizeof(path), "/proc/%d", (int)s->pid);
+	dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = perfmap__proc_stat_read_at(dirfd, &st);
+	if (err)
+		goto close_dir;
+	if (s->start_ticks && st.start_ticks != s->start_ticks) {
+		err = -ESRCH;  /* another process holds the pid now */
+		goto close_dir;
 	}
+	s->start_ticks = st.start_ticks;
+	s->ppid = st.ppid;
+	/*
+	 * Its credentials before its mappings, and again after (read_identity()):
+	 * an exec between the two (a setuid binary's) must not lend the new
+	 * image's credentials to the old image's names.
+	 */
+	read_creds(s, dirfd);
+	before = creds_seen(s);
+	err = read_maps(s, dirfd);
+	/* Read after it exited (a zombie has no mappings): not its own. */
+	if (!err && !s->n)
+		err = -ESRCH;
+	if (err) {
+		vmas_clear(s);
+		goto close_dir;
+	}
+	s->read = true;
+	/* Its own mappings now: the parent's are no longer its. */
+	perfmap_prof__psnap_set_parent(s, NULL);
+	read_identity(s, dirfd);
+	after = creds_seen(s);
+	if (!same_creds(&before, &after))
+		s->creds_known = false;
+close_dir:
+	close(dirfd);
 	return err;
 }
 

@@ -63,6 +63,8 @@ size_t perfmap__canonical_lines(char *buf, size_t len, uint64_t *dropped);
 int perfmap__take_fsids(uid_t uid, gid_t gid, const gid_t *groups, size_t ngroups);
 /* The inode of /proc/<@pid>/ns/<@ns> ("mnt", "user", ...; @pid 0: our own); 0 when unreadable. */
 uint64_t perfmap__ns_inode(pid_t pid, const char *ns);
+/* The same for the process whose /proc/<pid> directory is open at @dirfd (O_PATH will do). */
+uint64_t perfmap__ns_inode_at(int dirfd, const char *ns);
 
 /* ---- a process's /proc/<pid>/stat (procstat.c) ---- */
 
@@ -89,6 +91,13 @@ int perfmap__proc_stat_parse(const char *buf, struct perfmap_proc_stat *out);
  * (or it went while read), -EINVAL for text no stat line, or -errno.
  */
 int perfmap__proc_stat_read(pid_t pid, struct perfmap_proc_stat *out);
+/*
+ * The same through @dirfd, the process's /proc/<pid> directory (O_PATH will
+ * do): a directory opened while the process lived names that process only,
+ * and every read through it after its end is -ESRCH, never another
+ * process's at the pid.
+ */
+int perfmap__proc_stat_read_at(int dirfd, struct perfmap_proc_stat *out);
 /* /proc/self/stat, the caller's own, as perfmap__proc_stat_read(). */
 int perfmap__proc_stat_read_self(struct perfmap_proc_stat *out);
 
@@ -268,6 +277,20 @@ int perfmap__vma_parse(const char *line, size_t len, struct perfmap_vma *out);
  */
 int perfmap__vma_parse_path(const char *line, size_t len, struct perfmap_vma *out,
 			    const char **path, size_t *path_len);
+/*
+ * The first mapping at or above @addr (executable ones only, when
+ * @exec_only) of the process whose /proc/<pid>/maps is open at @fd, asked of
+ * the kernel with PROCMAP_QUERY (Linux 6.11): 0, @out, and its path as the
+ * maps text shows it (" (deleted)" kept, a newline escaped) in @path,
+ * NUL-terminated, @path_len bytes. The kernel answers from the process's
+ * own tree of mappings: the gate area the text lists last ("[vsyscall]" on
+ * x86_64, the same in every process) is never among them. -ENOENT past the
+ * last one; -ENOTTY or
+ * -EINVAL from a kernel without the query (read the text instead);
+ * -ENAMETOOLONG when the path does not fit @path_cap; -ESRCH or -errno.
+ */
+int perfmap__vma_query(int fd, uint64_t addr, bool exec_only, struct perfmap_vma *out,
+		       char *path, size_t path_cap, size_t *path_len);
 /*
  * All of /proc/<pid>/maps (or of the open fd @fd), sorted as the kernel lists
  * them, at most PERFMAP_VMAS_MAX: 0 or -errno (-ESRCH when the process is

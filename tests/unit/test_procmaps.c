@@ -5,10 +5,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -243,6 +245,108 @@ static void test_self(void **state)
 	close(fd);
 }
 
+/*
+ * PROCMAP_QUERY's executable mappings are the maps text's, field for field
+ * and path for path: a file, one unlinked since (" (deleted)"), one whose
+ * name holds a newline (escaped "\012" by both), anonymous, named
+ * anonymous, and a shared memfd.
+ */
+static void test_query_is_the_text(void **state)
+{
+	char dir[] = "/tmp/pm-query.XXXXXX", odd[64], gone[64], path[4 * 4096 + 1], *buf;
+	void *m[5] = { 0 };
+	struct perfmap_vma v, t;
+	const char *tp;
+	size_t plen, tlen, len = 0, nq = 0, nt = 0, i;
+	uint64_t addr = 0;
+	ssize_t n;
+	int fd, mfd, err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(odd, sizeof(odd), "%s/two\nlines", dir);
+	snprintf(gone, sizeof(gone), "%s/gone", dir);
+	for (i = 0; i < 2; i++) {
+		fd = open(i ? gone : odd, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(fd >= 0 && !ftruncate(fd, 8192));
+		m[i] = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 4096);
+		assert_true(m[i] != MAP_FAILED);
+		close(fd);
+	}
+	assert_int_equal(unlink(gone), 0);
+	m[2] = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m[3] = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m[2] != MAP_FAILED && m[3] != MAP_FAILED);
+	/* Named where the kernel allows it (CONFIG_ANON_VMA_NAME); unnamed it is compared all the same. */
+	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, m[3], 8192, "jit code");
+	mfd = memfd_create("doublemapper", MFD_CLOEXEC);
+	assert_true(mfd >= 0 && !ftruncate(mfd, 4096));
+	m[4] = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0);
+	assert_true(m[4] != MAP_FAILED);
+
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	buf = malloc(1 << 20);
+	assert_non_null(buf);
+	while ((n = read(fd, buf + len, (1 << 20) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	err = perfmap__vma_query(fd, 0, true, &v, path, sizeof(path), &plen);
+	if (err == -ENOTTY || err == -EINVAL) {
+		print_message("SKIPPED: PROCMAP_QUERY: this kernel has none (%s); readers use the text\n",
+			      strerror(-err));
+		skip();
+	}
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		assert_int_equal(perfmap__vma_parse_path(line, (size_t)(nl - line), &t, &tp, &tlen), 0);
+		if (!(t.prot & PROT_EXEC))
+			continue;
+		/* The gate area, not in the process's tree: the query never gives it. */
+		if (err == -ENOENT && t.kind == PERFMAP_VMA_SPECIAL && t.lo >= 1ull << 63 &&
+		    nl[1] == '\0') {
+			print_message("procmaps: the text's gate area, not queried: %.*s\n", (int)tlen, tp);
+			continue;
+		}
+		nt++;
+		assert_int_equal(err, 0);
+		assert_int_equal(v.lo, t.lo);
+		assert_int_equal(v.hi, t.hi);
+		assert_int_equal(v.pgoff, t.pgoff);
+		assert_int_equal(v.ino, t.ino);
+		assert_int_equal(v.dev_major, t.dev_major);
+		assert_int_equal(v.dev_minor, t.dev_minor);
+		assert_int_equal(v.prot, t.prot);
+		assert_int_equal(v.shared, t.shared);
+		assert_int_equal(v.kind, t.kind);
+		assert_int_equal(plen, tlen);
+		assert_memory_equal(path, tp, tlen);
+		assert_int_equal(path[plen], '\0');
+		nq++;
+		addr = v.hi;
+		err = perfmap__vma_query(fd, addr, true, &v, path, sizeof(path), &plen);
+	}
+	assert_int_equal(err, -ENOENT);
+	assert_int_equal(nq, nt);
+	/* Each of ours was among them, with the name the text gives. */
+	assert_non_null(strstr(buf, "/two\\012lines\n"));
+	assert_non_null(strstr(buf, "/gone (deleted)\n"));
+	assert_non_null(strstr(buf, "/memfd:doublemapper (deleted)\n"));
+	print_message("procmaps: PROCMAP_QUERY gave the %zu executable mappings the text lists\n", nq);
+	/* Not a small path buffer's overflow: said. */
+	assert_int_equal(perfmap__vma_query(fd, (uint64_t)(uintptr_t)m[0], true, &v, path, 8, &plen),
+			 -ENAMETOOLONG);
+	close(fd);
+	free(buf);
+	munmap(m[0], 4096);
+	munmap(m[1], 4096);
+	munmap(m[2], 4096);
+	munmap(m[3], 8192);
+	munmap(m[4], 4096);
+	close(mfd);
+	unlink(odd);
+	rmdir(dir);
+}
+
 static void test_gone_process(void **state)
 {
 	struct perfmap_vmas vs = { 0 };
@@ -305,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_keeps_order),
 		cmocka_unit_test(test_jitdump_marker),
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_query_is_the_text),
 		cmocka_unit_test(test_gone_process),
 		cmocka_unit_test(test_thousand_mappings_fast),
 	};

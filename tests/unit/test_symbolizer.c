@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "perfmap_profile.h"
@@ -128,6 +129,11 @@ static void test_frame_of_native_code(void **state)
 	assert_string_equal(f.sym.name, "plain_c");
 	assert_ptr_equal(f.demangled, f.sym.name);
 	assert_int_equal(f.file_addr, (uintptr_t)&plain_c - me.bias);
+	/* The kernel's code in user space is named by its mapping, [vdso], no file to read. */
+	assert_int_equal(perfmap_symbolizer_lookup_image(s, getpid(), 0, UINT32_MAX,
+							 getauxval(AT_SYSINFO_EHDR) + 16, &sym), -ENOENT);
+	assert_string_equal(sym.module, "[vdso]");
+	assert_int_equal(sym.offset, 16);
 	perfmap_symbolizer_free(s);
 }
 

@@ -10,7 +10,12 @@
  * checked to be root: a hold keeps maps at their paths past the retention,
  * which only the agent's owner may ask. Bounded work: HOLDERS_MAX
  * connections, a line at most LINE_MAX bytes (longer: closed), READ_MAX
- * bytes read per connection a wake-up, HELD_MAX processes in all (policy).
+ * bytes read per connection a round, TICK_ROUNDS rounds a tick, HELD_MAX
+ * processes in all (policy).
+ *
+ * Nothing here wakes the agent: the socket is read at its tick and before
+ * each retry (holds__tick()), right before the retention is looked at, the
+ * one decision a hold changes.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -29,6 +34,13 @@
 
 #define LINE_MAX_ 64
 #define READ_MAX 65536
+/*
+ * Rounds of accepting and reading in one holds__tick(): a connection
+ * accepted in a round is read in the next, and a holder with more than
+ * READ_MAX waiting is read on. 1 MiB a holder a tick, as much as a
+ * profiler queues.
+ */
+#define TICK_ROUNDS 16
 
 struct hold_ref {
 	pid_t pid;
@@ -154,7 +166,7 @@ static void on_accept(struct holds *h)
 	int fd = accept4(h->sock_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), i;
 
 	if (fd < 0) {
-		/* Out of fds or memory: the connection stays queued, and would wake the loop at once, forever. */
+		/* Out of fds or memory: the connection stays queued, and would be tried again at once, forever. */
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED &&
 		    !epoll_ctl(h->epfd, EPOLL_CTL_DEL, h->sock_fd, NULL))
 			h->paused = true;
@@ -247,7 +259,7 @@ static bool on_data(struct holds *h, struct holder *c)
 			}
 		}
 	}
-	return true;  /* more waits: the next wake-up reads it, after the loop's other work */
+	return true;  /* more waits: the next round reads it */
 }
 
 void holds__tick(struct holds *h)
@@ -257,18 +269,21 @@ void holds__tick(struct holds *h)
 
 	if (h->paused && !watch(h, h->sock_fd, HOLDERS_MAX))
 		h->paused = false;
-	n = epoll_wait(h->epfd, evs, HOLDERS_MAX + 1, 0);
+	for (int round = 0; round < TICK_ROUNDS; round++) {
+		n = epoll_wait(h->epfd, evs, HOLDERS_MAX + 1, 0);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			uint32_t slot = evs[i].data.u32;
+			struct holder *c;
 
-	for (int i = 0; i < n; i++) {
-		uint32_t slot = evs[i].data.u32;
-		struct holder *c;
-
-		if (slot == HOLDERS_MAX) {
-			on_accept(h);
-			continue;
+			if (slot == HOLDERS_MAX) {
+				on_accept(h);
+				continue;
+			}
+			c = &h->c[slot];
+			if (c->fd >= 0 && h->policy && !on_data(h, c))
+				holder_close(h, c);
 		}
-		c = &h->c[slot];
-		if (c->fd >= 0 && h->policy && !on_data(h, c))
-			holder_close(h, c);
 	}
 }

@@ -241,31 +241,29 @@ static void read_creds(struct psnap *s, int dirfd)
 	s->ngroups = (size_t)n;
 	s->fsuid = uids[3];
 	s->fsgid = gids[3];
-	s->creds_known = true;
+	s->mnt_ns = perfmap__ns_inode_at(dirfd, "mnt");
+	s->creds_known = s->mnt_ns != 0;
 }
 
-/*
- * What read_creds() found, to tell whether an exec came between two reads.
- * Not the mount namespace, which no exec changes: it is read once, after.
- */
+/* What read_creds() found, to tell whether an exec (or a setns) came between two reads. */
 struct creds_seen {
 	bool known;
 	uid_t fsuid;
 	gid_t fsgid;
 	size_t ngroups;
-	uint64_t groups_hash;
+	uint64_t mnt_ns, groups_hash;
 };
 
 static bool same_creds(const struct creds_seen *a, const struct creds_seen *b)
 {
 	return a->known && b->known && a->fsuid == b->fsuid && a->fsgid == b->fsgid &&
-	       a->ngroups == b->ngroups && a->groups_hash == b->groups_hash;
+	       a->ngroups == b->ngroups && a->mnt_ns == b->mnt_ns && a->groups_hash == b->groups_hash;
 }
 
 static struct creds_seen creds_seen(const struct psnap *s)
 {
 	struct creds_seen c = { .known = s->creds_known, .fsuid = s->fsuid, .fsgid = s->fsgid,
-				.ngroups = s->ngroups,
+				.ngroups = s->ngroups, .mnt_ns = s->mnt_ns,
 				.groups_hash = 0xcbf29ce484222325ull };
 
 	for (size_t i = 0; c.known && i < s->ngroups; i++)
@@ -280,9 +278,6 @@ static void read_identity(struct psnap *s, int dirfd)
 	ssize_t n;
 
 	read_creds(s, dirfd);
-	s->mnt_ns = perfmap__ns_inode_at(dirfd, "mnt");
-	if (!s->mnt_ns)
-		s->creds_known = false;
 	n = readlinkat(dirfd, "exe", buf, sizeof(buf) - 1);
 	if (n > 0) {
 		buf[n] = '\0';
@@ -372,7 +367,7 @@ static int query_maps(struct psnap *s, int fd)
 	size_t cap = 0, plen;
 	int err;
 
-	if (no_query)
+	if (__atomic_load_n(&no_query, __ATOMIC_RELAXED))
 		return -EAGAIN;
 	for (;;) {
 		if (s->n >= PERFMAP_VMAS_MAX)
@@ -381,7 +376,7 @@ static int query_maps(struct psnap *s, int fd)
 		if (err == -ENOENT)
 			return 0;
 		if (err == -ENOTTY || err == -EINVAL) {
-			no_query = true;
+			__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
 			return -EAGAIN;
 		}
 		if (err == -ENAMETOOLONG)
@@ -395,21 +390,80 @@ static int query_maps(struct psnap *s, int fd)
 	}
 }
 
+/*
+ * @s's mappings just read, with those of the earlier read (@old, @nold) it
+ * no longer has and that overlap none of its: unmapped since, they held
+ * the code of the samples taken before. A runtime that tears its JIT's
+ * code down before it exits (V8 does) would otherwise leave the last read
+ * without the code all its samples ran in. Both lists are sorted and
+ * disjoint, and so is the result. Past PERFMAP_VMAS_MAX, the earlier ones
+ * are let go.
+ */
+static void keep_earlier(struct psnap *s, struct psnap_vma *old, size_t nold)
+{
+	struct psnap_vma *m = NULL;
+	size_t i = 0, j = 0, n = 0;
+	bool hit;
+
+	if (nold && s->n + nold <= PERFMAP_VMAS_MAX)
+		m = malloc((s->n + nold) * sizeof(*m));
+	if (!m) {
+		for (j = 0; j < nold; j++)
+			free(old[j].path);
+		free(old);
+		return;
+	}
+	while (i < s->n || j < nold) {
+		if (i < s->n && (j == nold || s->v[i].lo <= old[j].lo)) {
+			m[n++] = s->v[i++];
+			continue;
+		}
+		/* The new ones around it: the last at or below its start, the first above. */
+		hit = (i > 0 && s->v[i - 1].hi > old[j].lo) || (i < s->n && s->v[i].lo < old[j].hi);
+		if (hit)
+			free(old[j].path);
+		else
+			m[n++] = old[j];
+		j++;
+	}
+	free(old);
+	free(s->v);
+	s->v = m;
+	s->n = n;
+}
+
+/*
+ * Its executable mappings now, kept with what earlier reads had that is
+ * gone since; a read that fails (the process is gone, or a zombie, which
+ * has no mappings) leaves what was read before as it was.
+ */
 static int read_maps(struct psnap *s, int dirfd)
 {
+	struct psnap_vma *old = s->v;
+	size_t nold = s->n;
 	int fd, err;
 
 	fd = openat(dirfd, "maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	vmas_clear(s);
+	s->v = NULL;
+	s->n = 0;
 	err = query_maps(s, fd);
 	if (err == -EAGAIN) {
 		vmas_clear(s);
 		err = text_maps(s, fd);
 	}
 	close(fd);
-	return err;
+	if (!err && !s->n)
+		err = -ESRCH;
+	if (err) {
+		vmas_clear(s);
+		s->v = old;
+		s->n = nold;
+		return err;
+	}
+	keep_earlier(s, old, nold);
+	return 0;
 }
 
 int perfmap_prof__psnap_read(struct psnap *s)
@@ -445,13 +499,8 @@ int perfmap_prof__psnap_read(struct psnap *s)
 	read_creds(s, dirfd);
 	before = creds_seen(s);
 	err = read_maps(s, dirfd);
-	/* Read after it exited (a zombie has no mappings): not its own. */
-	if (!err && !s->n)
-		err = -ESRCH;
-	if (err) {
-		vmas_clear(s);
+	if (err)
 		goto close_dir;
-	}
 	s->read = true;
 	/* Its own mappings now: the parent's are no longer its. */
 	perfmap_prof__psnap_set_parent(s, NULL);

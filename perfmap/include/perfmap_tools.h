@@ -94,8 +94,8 @@ int perfmap__proc_stat_read(pid_t pid, struct perfmap_proc_stat *out);
 /*
  * The same through @dirfd, the process's /proc/<pid> directory (O_PATH will
  * do): a directory opened while the process lived names that process only,
- * and every read through it after its end is -ESRCH, never another
- * process's at the pid.
+ * and every read through it once it is reaped is -ESRCH, never another
+ * process's at the pid (a zombie's stat still reads, state 'Z').
  */
 int perfmap__proc_stat_read_at(int dirfd, struct perfmap_proc_stat *out);
 /* /proc/self/stat, the caller's own, as perfmap__proc_stat_read(). */

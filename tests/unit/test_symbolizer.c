@@ -19,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include "perfmap_profile.h"
+#include "symbolizer.h"
 #include "testutil.h"
 
 /* A C function under the symbol of a C++ member: what the symbolizer demangles. */
@@ -175,11 +178,61 @@ static void test_callers_sizes(void **state)
 	perfmap_symbolizer_free(s);
 }
 
+/*
+ * A read keeps the executable mappings an earlier read had that are gone
+ * since and overlap none now (V8 unmaps its code before it exits: the last
+ * read must not lose what every sample ran in); a mapping now at their
+ * place wins; a read of a process gone leaves the last one as it was.
+ */
+static void test_reread_keeps_unmapped_code(void **state)
+{
+	struct perfmap_symbolizer *s = perfmap_symbolizer_new(NULL);
+	struct perfmap_symbol sym;
+	char *a, *b;
+	int fd;
+
+	(void)state;
+	assert_non_null(s);
+	a = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Writable too, so that the kernel does not merge it with a: two mappings. */
+	b = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(a != MAP_FAILED && b != MAP_FAILED);
+	assert_int_equal(perfmap_symbolizer_lookup_image(s, getpid(), 0, UINT32_MAX,
+							 (uintptr_t)a + 16, &sym), -ENOENT);
+	assert_int_equal(sym.state, PERFMAP_STATE_UNNAMED);
+	assert_string_equal(sym.module, "[anon]");
+
+	/* a's first page unmapped, its second now a file's: read again. */
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(munmap(a, 4096), 0);
+	assert_true(mmap(a + 4096, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0) ==
+		    a + 4096);
+	close(fd);
+	assert_int_equal(munmap(b, 4096), 0);
+	assert_int_equal(perfmap_prof__symbolizer_read(s, getpid(), 0, PSNAP_LATEST, 0), 0);
+	/* b, unmapped and nothing there now: kept. */
+	assert_int_equal(perfmap_symbolizer_lookup_image(s, getpid(), 0, UINT32_MAX,
+							 (uintptr_t)b + 8, &sym), -ENOENT);
+	assert_int_equal(sym.state, PERFMAP_STATE_UNNAMED);
+	assert_string_equal(sym.module, "[anon]");
+	/* a's first page: the earlier mapping overlapped the file's page, so it is not kept. */
+	perfmap_symbolizer_lookup_image(s, getpid(), 0, UINT32_MAX, (uintptr_t)a + 16, &sym);
+	assert_string_not_equal(sym.module, "[anon]");
+	/* a's second page: the file's. */
+	perfmap_symbolizer_lookup_image(s, getpid(), 0, UINT32_MAX, (uintptr_t)a + 4096 + 16, &sym);
+	assert_string_not_equal(sym.module, "[anon]");
+	assert_string_not_equal(sym.module, "[unknown]");
+	munmap(a + 4096, 4096);
+	perfmap_symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frame_of_native_code),
 		cmocka_unit_test(test_callers_sizes),
+		cmocka_unit_test(test_reread_keeps_unmapped_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

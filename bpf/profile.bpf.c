@@ -190,7 +190,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!kernel_stacks)
 		__builtin_memset(key->kips, 0, sizeof(key->kips));
 	key->nkernel = len > 0 ? len / sizeof(__u64) : 0;
-	len = bpf_get_stack(ctx, key->uips, sizeof(key->uips), BPF_F_USER_STACK);
+	/*
+	 * In an exec, from the new image's registers to the count on_exec()
+	 * keeps (this very program may interrupt it), the user frames may be
+	 * the new image's while the sample is counted as the old one's: none
+	 * then. The time is the kernel's, in execve, and its stack says so.
+	 */
+	if (BPF_CORE_READ_BITFIELD_PROBED(task, in_execve)) {
+		__builtin_memset(key->uips, 0, sizeof(key->uips));
+		len = 0;
+	} else {
+		len = bpf_get_stack(ctx, key->uips, sizeof(key->uips), BPF_F_USER_STACK);
+	}
 	key->nuser = len > 0 ? len / sizeof(__u64) : 0;
 	/* Each call with its own map: the verifier wants one map per call site. */
 	if (period & 1)
@@ -245,9 +256,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* The last thread: the process ends. */
 	if (BPF_CORE_READ(p, signal, live.counter) || !targeted(tgid))
 		return 0;
-	/* A lookup takes no lock, a delete does: most processes never exec'd since the start. */
-	if (bpf_map_lookup_elem(&images, &tgid))
-		bpf_map_delete_elem(&images, &tgid);
+	/*
+	 * Its count of execs stays (the map is LRU, and a later process at the
+	 * pid has another start time): a sample taken from here to its end,
+	 * this program's own wakeup among them, is still its image's. Deleted
+	 * here, such a sample was counted as image 0's, whose mappings hold
+	 * none of its code.
+	 */
 	if (all_tasks) {
 		/* Only a process user space was told of has anything to read at its exit. */
 		t = bpf_map_lookup_elem(&told, &tgid);

@@ -391,6 +391,17 @@ static int query_maps(struct psnap *s, int fd)
 }
 
 /*
+ * Does a mapping of @s overlap @o? @i is where the last call left off: @o
+ * comes in order, and so does the index.
+ */
+static bool overlapped(const struct psnap *s, size_t *i, const struct psnap_vma *o)
+{
+	while (*i < s->n && s->v[*i].hi <= o->lo)
+		(*i)++;
+	return *i < s->n && s->v[*i].lo < o->hi;
+}
+
+/*
  * @s's mappings just read, with those of the earlier read (@old, @nold) it
  * no longer has and that overlap none of its: unmapped since, they held
  * the code of the samples taken before. A runtime that tears its JIT's
@@ -402,31 +413,30 @@ static int query_maps(struct psnap *s, int fd)
 static void keep_earlier(struct psnap *s, struct psnap_vma *old, size_t nold)
 {
 	struct psnap_vma *m = NULL;
-	size_t i = 0, j = 0, n = 0;
-	bool hit;
+	size_t i = 0, j, n = 0, kept = 0;
 
-	if (nold && s->n + nold <= PERFMAP_VMAS_MAX)
-		m = malloc((s->n + nold) * sizeof(*m));
-	if (!m) {
-		for (j = 0; j < nold; j++)
-			free(old[j].path);
-		free(old);
-		return;
-	}
-	while (i < s->n || j < nold) {
-		if (i < s->n && (j == nold || s->v[i].lo <= old[j].lo)) {
+	/* Mostly nothing went: then no new list is made. */
+	for (j = 0; j < nold; j++)
+		kept += !overlapped(s, &i, &old[j]);
+	if (kept && s->n + kept <= PERFMAP_VMAS_MAX)
+		m = malloc((s->n + kept) * sizeof(*m));
+	for (i = 0, j = 0; m && (i < s->n || j < nold);) {
+		if (j == nold || (i < s->n && s->v[i].lo <= old[j].lo)) {
 			m[n++] = s->v[i++];
 			continue;
 		}
-		/* The new ones around it: the last at or below its start, the first above. */
-		hit = (i > 0 && s->v[i - 1].hi > old[j].lo) || (i < s->n && s->v[i].lo < old[j].hi);
-		if (hit)
-			free(old[j].path);
-		else
+		/* Unmapped since, and nothing there now: its samples' code. */
+		if (!overlapped(s, &(size_t){ i ? i - 1 : 0 }, &old[j])) {
 			m[n++] = old[j];
+			old[j].path = NULL;
+		}
 		j++;
 	}
+	for (j = 0; j < nold; j++)
+		free(old[j].path);
 	free(old);
+	if (!m)
+		return;
 	free(s->v);
 	s->v = m;
 	s->n = n;
